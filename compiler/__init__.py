@@ -1,0 +1,1 @@
+"""compiler: finds decision moments in the graph and materializes realized-only tasks (DESIGN §4-§5)."""

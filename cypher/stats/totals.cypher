@@ -1,0 +1,4 @@
+// Node and relationship totals of the whole graph.
+CALL () { MATCH (n) RETURN count(n) AS nodes }
+CALL () { MATCH ()-[r]->() RETURN count(r) AS relationships }
+RETURN nodes, relationships

@@ -1,0 +1,58 @@
+"""Which declared media types a file extension allows (rule `nerdm.media_type`).
+
+An extension missing from the table has no rule (no defect either way). `application/octet-stream`
+says "bytes" and is never counted as wrong. Entries follow IANA registrations plus the aliases
+browsers and Windows commonly write (`application/x-zip-compressed`).
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+UNSPECIFIC = frozenset({"application/octet-stream", "binary/octet-stream"})
+
+ALLOWED: dict[str, frozenset[str]] = {
+    ".csv": frozenset({"text/csv", "text/plain", "application/csv", "text/comma-separated-values"}),
+    ".tsv": frozenset({"text/tab-separated-values", "text/plain"}),
+    ".txt": frozenset({"text/plain"}),
+    ".md": frozenset({"text/markdown", "text/plain"}),
+    ".sha256": frozenset({"text/plain"}),
+    ".md5": frozenset({"text/plain"}),
+    ".json": frozenset({"application/json", "text/plain"}),
+    ".jsonld": frozenset({"application/ld+json", "application/json"}),
+    ".xml": frozenset({"application/xml", "text/xml"}),
+    ".tif": frozenset({"image/tiff"}),
+    ".tiff": frozenset({"image/tiff"}),
+    ".jpg": frozenset({"image/jpeg"}),
+    ".jpeg": frozenset({"image/jpeg"}),
+    ".png": frozenset({"image/png"}),
+    ".gif": frozenset({"image/gif"}),
+    ".bmp": frozenset({"image/bmp", "image/x-ms-bmp"}),
+    ".pdf": frozenset({"application/pdf"}),
+    ".zip": frozenset({"application/zip", "application/x-zip-compressed", "application/x-zip"}),
+    ".gz": frozenset({"application/gzip", "application/x-gzip"}),
+    ".xlsx": frozenset({"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"}),
+    ".xls": frozenset({"application/vnd.ms-excel"}),
+    ".docx": frozenset({"application/vnd.openxmlformats-officedocument.wordprocessingml.document"}),
+    ".avi": frozenset({"video/x-msvideo", "video/avi", "video/msvideo"}),
+    ".mp4": frozenset({"video/mp4"}),
+    ".ipynb": frozenset({"application/x-ipynb+json", "application/json"}),
+    ".h5": frozenset({"application/x-hdf5", "application/x-hdf"}),
+    ".hdf5": frozenset({"application/x-hdf5", "application/x-hdf"}),
+    ".stp": frozenset({"model/step", "application/step", "application/stp"}),
+    ".step": frozenset({"model/step", "application/step", "application/stp"}),
+}
+
+
+def mismatch(filepath: str, media_type: str | None) -> str | None:
+    """A human-readable reason when `media_type` is wrong for `filepath`'s extension, else None."""
+    if not media_type:
+        return None
+    declared = media_type.split(";", 1)[0].strip().lower()
+    if declared in UNSPECIFIC:
+        return None
+    ext = PurePosixPath(filepath).suffix.lower()
+    allowed = ALLOWED.get(ext)
+    if allowed is None or declared in allowed:
+        return None
+    return f"mediaType {media_type!r} does not fit extension {ext!r} (expected one of {sorted(allowed)})"

@@ -1,0 +1,115 @@
+"""`ingest_paths`: the library entry point behind `voe ingest`."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ingest import nerdm_schema
+from ingest.loader import write_record
+from ingest.nerdm import build_record
+from voe.errors import InputError
+from voe.graph import Graph
+
+REPORT_VERSION = 1
+
+
+class IngestProblem(BaseModel):
+    path: str
+    pointer: str | None = None
+    message: str
+
+
+class RecordSummary(BaseModel):
+    record_id: str
+    ark: str
+    version: str | None
+    title: str | None
+    source: str
+    components: dict[str, int]
+    files: int
+    held: int
+    defects: dict[str, int]
+    seconds: float
+
+
+class IngestReport(BaseModel):
+    report_version: int = REPORT_VERSION
+    records: int = 0
+    components: dict[str, int] = Field(default_factory=dict)
+    files: int = 0
+    defects: dict[str, int] = Field(default_factory=dict)
+    elements_written: int = 0
+    graph: dict[str, int] = Field(default_factory=dict)
+    schema_dir: str | None = None
+    seconds: float = 0.0
+    per_record: list[RecordSummary] = Field(default_factory=list)
+    errors: list[IngestProblem] = Field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.errors else 0
+
+
+def ingest_paths(
+    paths: Sequence[Path],
+    graph: Graph,
+    *,
+    schema_dir: Path | None = None,
+    validate_schema: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> IngestReport:
+    """Ingest each path (a record folder or a nerdm.json). A path that fails is reported and skipped;
+    the others are still ingested, each in its own transaction."""
+    say = progress or (lambda _m: None)
+    started = time.perf_counter()
+    report = IngestReport()
+    schemas = None
+    if validate_schema:
+        sdir = schema_dir or nerdm_schema.default_schema_dir()
+        if sdir is not None:
+            try:
+                schemas = nerdm_schema.load(sdir)
+                report.schema_dir = str(sdir)
+            except (FileNotFoundError, ValueError) as exc:
+                report.errors.append(IngestProblem(path=str(sdir), message=f"NERDm schemas unusable: {exc}"))
+        else:
+            say("warning: no NERDm schemas found (set VOE_SCHEMA_DIR); schema validation skipped")
+    graph.apply_schema()
+    components: Counter[str] = Counter()
+    defects: Counter[str] = Counter()
+    totals = {"nodes_created": 0, "relationships_created": 0, "nodes_deleted": 0, "relationships_deleted": 0}
+    for path in paths:
+        t0 = time.perf_counter()
+        try:
+            rg = build_record(Path(path), schemas)
+        except InputError as exc:
+            report.errors.append(IngestProblem(path=exc.path or str(path), pointer=exc.pointer, message=exc.message))
+            continue
+        counts = write_record(graph, rg)
+        for problem in rg.problems:
+            report.errors.append(IngestProblem(path=problem.path or str(path), message=problem.message))
+        seconds = time.perf_counter() - t0
+        components.update(rg.components)
+        defects.update(rg.defects)
+        report.records += 1
+        report.files += rg.files
+        report.elements_written += len(rg.nodes) + len(rg.edges)
+        for key in totals:
+            totals[key] += getattr(counts, key)
+        report.per_record.append(RecordSummary(
+            record_id=rg.record_id, ark=rg.ark, version=rg.version, title=rg.title, source=str(rg.source),
+            components=dict(sorted(rg.components.items())), files=rg.files, held=rg.held,
+            defects=dict(sorted(rg.defects.items())), seconds=round(seconds, 3),
+        ))
+        say(f"{rg.ark} v{rg.version}: {sum(rg.components.values())} components, {rg.held} payloads held, "
+            f"{sum(rg.defects.values())} defects ({seconds:.1f}s)")
+    report.components = dict(sorted(components.items()))
+    report.defects = dict(sorted(defects.items()))
+    report.graph = totals
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Set up and run the test suite on a fresh machine (README's test command; .ci/run calls it).
+# Needs python3 >= 3.11, Java 17+ and Maven (for the local Neo4j). Creates .venv, installs the project
+# with its dev extras, starts a dedicated Neo4j instance ("test", Bolt 17687) unless NEO4J_URI is set,
+# runs pytest, and stops the server it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[dev]'
+
+started=""
+if [ -z "${NEO4J_URI:-}" ]; then
+  .venv/bin/voe db up --instance test --bolt-port 17687 --http-port 17474 --heap 1g --pagecache 256m
+  export NEO4J_URI=bolt://127.0.0.1:17687
+  started=1
+fi
+stop() { if [ -n "$started" ]; then .venv/bin/voe db down --instance test --bolt-port 17687 --http-port 17474 || true; fi; }
+trap stop EXIT
+
+.venv/bin/python -m pytest "$@"

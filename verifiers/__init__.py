@@ -1,0 +1,1 @@
+"""verifiers: deterministic checks of terminal decisions, run as Cypher over the graph (DESIGN §6)."""

@@ -1,0 +1,195 @@
+"""The `voe` command line: a thin layer over the library (ingest, voe.neo4j_server, voe.graph).
+
+Exit codes (DESIGN §8): 0 ok, 1 the work found a problem, 2 bad usage or bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from voe import __version__
+from voe.errors import VoeError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _emit_json(payload: Any) -> None:
+    click.echo(json.dumps(payload, indent=2, sort_keys=False))
+
+
+def _progress(enabled: bool) -> Callable[[str], None]:
+    return (lambda msg: click.echo(msg, err=True)) if enabled else (lambda _msg: None)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="voe")
+def cli() -> None:
+    """voe compiles a published experiment archive (NIST PDR / AM Bench records) into a Neo4j
+    provenance graph in which every fact points back to the exact place in the file it came from.
+
+    \b
+    Typical session:
+      voe db up                              # start a local Neo4j (Bolt 7687, Browser 7474)
+      voe ingest ../shared/archives/mds2-4103
+      voe db status
+
+    Connection settings come from NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD and NEO4J_DATABASE
+    (default bolt://127.0.0.1:7687, no auth, database neo4j).
+
+    Exit codes: 0 ok, 1 the work found a problem, 2 bad usage or bad input.
+    """
+
+
+# ---------------------------------------------------------------------------------------- db
+def _server_options(fn: F) -> F:
+    fn = click.option("--instance", default="default", show_default=True,
+                      help="Name of the local server; each has its own data folder.")(fn)
+    fn = click.option("--bolt-port", default=7687, show_default=True, type=int, help="Bolt port on 127.0.0.1.")(fn)
+    fn = click.option("--http-port", default=7474, show_default=True, type=int,
+                      help="HTTP port on 127.0.0.1 (Neo4j Browser at /browser/).")(fn)
+    return fn
+
+
+@cli.group()
+def db() -> None:
+    """Start, stop and inspect a local Neo4j Community server.
+
+    The server is assembled from Maven Central jars (Java 17+ and Maven needed; the jars, about
+    140 MB, are fetched once into ~/.cache/voe or $VOE_CACHE_DIR). No Docker engine is required;
+    users with Docker can run `docker compose up -d` instead.
+    """
+
+
+@db.command("up")
+@_server_options
+@click.option("--heap", default="2g", show_default=True, help="JVM heap for Neo4j.")
+@click.option("--pagecache", default="512m", show_default=True, help="Neo4j page cache size.")
+@click.option("--timeout", default=180.0, show_default=True, help="Seconds to wait until Bolt answers.")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def db_up(instance: str, bolt_port: int, http_port: int, heap: str, pagecache: str, timeout: float,
+          as_json: bool) -> None:
+    """Start the local Neo4j (resolving its jars on first use) and wait until it answers on Bolt."""
+    from voe.neo4j_server import LocalNeo4j
+
+    server = LocalNeo4j(instance, bolt_port, http_port, heap, pagecache, log=_progress(not as_json))
+    status = server.up(timeout=timeout)
+    if as_json:
+        _emit_json(status.model_dump())
+        return
+    click.echo(f"Neo4j {status.version} is up (pid {status.pid})")
+    click.echo(f"  Bolt:    {status.bolt_uri}   (export NEO4J_URI={status.bolt_uri})")
+    click.echo(f"  Browser: {status.browser_url}   (connect without authentication)")
+    click.echo(f"  Data:    {status.home}")
+
+
+@db.command("down")
+@_server_options
+def db_down(instance: str, bolt_port: int, http_port: int) -> None:
+    """Stop the local Neo4j cleanly (it checkpoints its data before exiting)."""
+    from voe.neo4j_server import LocalNeo4j
+
+    stopped = LocalNeo4j(instance, bolt_port, http_port).down()
+    click.echo("Neo4j stopped" if stopped else "Neo4j was not running")
+
+
+@db.command("status")
+@_server_options
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def db_status(instance: str, bolt_port: int, http_port: int, as_json: bool) -> None:
+    """Say whether the local Neo4j runs and answers on Bolt (exit 1 when it does not)."""
+    from voe.neo4j_server import LocalNeo4j
+
+    status = LocalNeo4j(instance, bolt_port, http_port).status()
+    if as_json:
+        _emit_json(status.model_dump())
+    elif status.running:
+        click.echo(f"running: Neo4j {status.version}, pid {status.pid}, {status.bolt_uri}, {status.browser_url}")
+    else:
+        click.echo(f"not running ({status.bolt_uri}); start it with `voe db up`")
+    if not status.running:
+        sys.exit(1)
+
+
+@db.command("clear")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def db_clear(yes: bool) -> None:
+    """Delete every node and relationship in the database NEO4J_URI points at."""
+    from voe.graph import Graph
+
+    with Graph() as graph:
+        graph.verify()
+        if not yes:
+            click.confirm(f"Delete the whole graph at {graph.settings.uri}?", abort=True)
+        graph.clear()
+    click.echo("graph cleared")
+
+
+# ---------------------------------------------------------------------------------------- ingest
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--schemas", "schema_dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Folder with the NERDm schemas (nerdm/, ejsonschema/). Default: $VOE_SCHEMA_DIR, "
+                   "else ../shared/archives/schemas beside the checkout.")
+@click.option("--no-schema", is_flag=True, help="Skip NERDm schema validation.")
+@click.option("--strict", is_flag=True, help="Exit 1 when any defect is found.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def ingest(paths: tuple[Path, ...], schema_dir: Path | None, no_schema: bool, strict: bool, as_json: bool) -> None:
+    """Ingest NERDm record folders into the graph.
+
+    Each PATH is a folder holding nerdm.json plus any payload files and .sha256 sidecars at
+    their NERDm filepath (or a nerdm.json file itself). Every component, held file and defect
+    becomes a node with a SourceLocation (file sha256 + JSON pointer). Re-ingesting the same
+    input changes nothing. A path that cannot be read is reported and the others still ingest
+    (exit 2). Defects are findings, not failures: exit 0 unless --strict.
+    """
+    from ingest import ingest_paths
+    from voe.graph import Graph
+
+    if schema_dir is not None and not schema_dir.is_dir():
+        raise click.BadParameter(f"{schema_dir} is not a folder", param_hint="--schemas")
+    with Graph() as graph:
+        graph.verify()
+        report = ingest_paths(list(paths), graph, schema_dir=schema_dir, validate_schema=not no_schema,
+                              progress=_progress(not as_json))
+    if as_json:
+        _emit_json(report.model_dump())
+    else:
+        click.echo(f"records:    {report.records}")
+        click.echo("components: " + (", ".join(f"{k} {v}" for k, v in report.components.items()) or "0"))
+        click.echo(f"files held: {report.files}")
+        click.echo("defects:    " + (", ".join(f"{k} {v}" for k, v in report.defects.items()) or "none"))
+        click.echo(f"graph:      {report.graph['nodes_created']} nodes and "
+                   f"{report.graph['relationships_created']} relationships created")
+        click.echo(f"seconds:    {report.seconds}")
+        for err in report.errors:
+            where = err.path + (f"#{err.pointer}" if err.pointer else "")
+            click.echo(f"error: {where}: {err.message}", err=True)
+    code = report.exit_code
+    if code == 0 and strict and report.defects:
+        code = 1
+    sys.exit(code)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except VoeError as exc:
+        click.echo(f"voe: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except SystemExit:
+        raise

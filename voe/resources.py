@@ -1,0 +1,18 @@
+"""Locate the project's data folders (cypher/, ontology/, the Neo4j pom) in a checkout or a wheel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PKG = Path(__file__).resolve().parent
+
+
+def data_path(name: str) -> Path:
+    """`cypher`, `ontology` or `neo4j/pom.xml`: the copy packed into the wheel, else the checkout's."""
+    packed = _PKG / "_data" / name
+    if packed.exists():
+        return packed
+    checkout = {"neo4j/pom.xml": _PKG.parent / "tools" / "neo4j" / "pom.xml"}.get(name, _PKG.parent / name)
+    if checkout.exists():
+        return checkout
+    raise FileNotFoundError(f"voe data folder {name!r} not found (looked in {packed} and {checkout})")
