@@ -125,7 +125,8 @@ def read_record(record_file: Path) -> tuple[dict[str, Any], bytes]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        hint = " (the file ends early: truncated?)" if exc.pos >= len(text.rstrip()) else ""
+        ends_early = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
+        hint = " (the file ends early: truncated?)" if ends_early else ""
         raise InputError(
             f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}", path=str(record_file)
         ) from exc
@@ -276,6 +277,8 @@ class RecordBuilder:
         for node in self.g.nodes:
             if "record_id" in node.props:
                 node.props["ingest_stamp"] = self.g.stamp
+        for edge in self.g.edges:
+            edge.props["ingest_stamp"] = self.g.stamp
         return self.g
 
     def _component(self, i: int, comp: NerdmComponent, cid: str, folders: dict[str, str],

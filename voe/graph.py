@@ -177,8 +177,11 @@ class Graph:
 
     def clear(self) -> None:
         """Delete every node and relationship (tests and `voe db reset`)."""
-        with self._driver.session(database=self.settings.database) as session:
-            session.run(queries.load("admin/clear")).consume()
+        try:
+            with self._driver.session(database=self.settings.database) as session:
+                session.run(queries.load("admin/clear")).consume()
+        except ServiceUnavailable as exc:
+            raise GraphUnavailable(f"Neo4j is not reachable at {self.settings.uri}: {exc}") from exc
 
     def counts(self) -> Mapping[str, int]:
         row = self.query("stats/totals")[0]

@@ -1,0 +1,87 @@
+"""Shared fixtures: a real Neo4j over Bolt and the real shared archives.
+
+Neo4j: NEO4J_URI when set (tools/test.sh sets it after `voe db up --instance test`), else the suite
+starts its own instance ("test", Bolt 17687) and stops it at the end. Every test that takes `graph`
+gets an empty database. Under CI=true a Neo4j that does not come up, or a missing ../shared, fails the
+run instead of skipping.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from voe.config import Neo4jSettings
+from voe.graph import Graph
+
+REPO = Path(__file__).resolve().parent.parent
+ARCHIVES = REPO.parent / "shared" / "archives"
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+TEST_BOLT_PORT = 17687
+TEST_HTTP_PORT = 17474
+
+
+def _unavailable(reason: str) -> None:
+    if IN_CI:
+        pytest.fail(f"{reason} (CI=true: a missing service is a failure, not a skip)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def archives() -> Path:
+    if not (ARCHIVES / "mds2-4103" / "nerdm.json").is_file():
+        _unavailable(f"the shared archives are not at {ARCHIVES}")
+    return ARCHIVES
+
+
+@pytest.fixture(scope="session")
+def neo4j_settings() -> Iterator[Neo4jSettings]:
+    if os.environ.get("NEO4J_URI"):
+        settings = Neo4jSettings.from_env()
+        yield settings
+        return
+    from voe.errors import ServerError
+    from voe.neo4j_server import LocalNeo4j
+
+    server = LocalNeo4j("test", TEST_BOLT_PORT, TEST_HTTP_PORT, heap="1g", pagecache="256m")
+    was_running = server.status().running
+    try:
+        status = server.up()
+    except ServerError as exc:
+        _unavailable(f"could not start the local Neo4j: {exc}")
+        raise
+    yield Neo4jSettings(uri=status.bolt_uri)
+    if not was_running:
+        server.down()
+
+
+@pytest.fixture(scope="session")
+def _session_graph(neo4j_settings: Neo4jSettings) -> Iterator[Graph]:
+    graph = Graph(neo4j_settings)
+    try:
+        graph.verify()
+    except Exception as exc:  # noqa: BLE001 - any failure to connect is the same verdict
+        _unavailable(f"Neo4j not reachable at {neo4j_settings.uri}: {exc}")
+    yield graph
+    graph.close()
+
+
+@pytest.fixture
+def graph(_session_graph: Graph) -> Graph:
+    """An empty graph with the schema applied."""
+    _session_graph.clear()
+    _session_graph.apply_schema()
+    return _session_graph
+
+
+@pytest.fixture
+def cli_env(neo4j_settings: Neo4jSettings) -> dict[str, str]:
+    """Environment for running `voe` as a subprocess against the test database."""
+    env = dict(os.environ)
+    env["NEO4J_URI"] = neo4j_settings.uri
+    if neo4j_settings.password:
+        env["NEO4J_PASSWORD"] = neo4j_settings.password
+    return env

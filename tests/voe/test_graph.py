@@ -1,0 +1,72 @@
+"""The graph layer against the real Neo4j: schema, ontology checks before writes, atomic transactions."""
+
+from __future__ import annotations
+
+import pytest
+
+from voe import queries
+from voe.errors import OntologyViolation
+from voe.graph import EdgeRow, Graph, NodeRow
+from voe.ontology import Label, Rel
+
+
+def test_schema_is_idempotent_and_covers_every_label(graph: Graph) -> None:
+    def constraints() -> set[str]:
+        with graph._driver.session() as s:  # noqa: SLF001 - inspecting the server's own catalogue
+            return {r["name"] for r in s.run("SHOW CONSTRAINTS YIELD name RETURN name")}
+
+    before = constraints()
+    graph.apply_schema()
+    assert constraints() == before
+    assert {f"{label.value.lower()}_id" for label in Label} <= before
+
+
+def test_writes_upsert_by_id(graph: Graph) -> None:
+    rows = [NodeRow("r1", (Label.RECORD,), {"title": "t"}), NodeRow("c1", (Label.COMPONENT, Label.DATA_FILE), {})]
+    edge = [EdgeRow(Rel.HAS_COMPONENT, "r1", Label.RECORD, "c1", Label.DATA_FILE)]
+    for _ in range(2):
+        with graph.writer() as w:
+            w.nodes(rows)
+            w.edges(edge)
+    assert graph.counts() == {"nodes": 2, "relationships": 1}
+    with graph._driver.session() as s:  # noqa: SLF001
+        labels = s.run("MATCH (n {id: 'c1'}) RETURN labels(n) AS l").single()["l"]
+    assert set(labels) == {"Node", "Component", "DataFile"}
+
+
+def test_disallowed_edge_is_refused_before_anything_is_written(graph: Graph) -> None:
+    with pytest.raises(OntologyViolation, match="not allowed"), graph.writer() as w:
+        w.nodes([NodeRow("a", (Label.COMPONENT, Label.DATA_FILE), {}), NodeRow("b", (Label.COMPONENT,), {})])
+        w.edges([EdgeRow(Rel.DESCRIBES, "a", Label.DATA_FILE, "b", Label.COMPONENT)])
+    assert graph.counts() == {"nodes": 0, "relationships": 0}
+
+
+def test_unknown_label_is_refused(graph: Graph) -> None:
+    with pytest.raises(OntologyViolation), graph.writer() as w:
+        w.nodes([NodeRow("x", ("Sample",), {})])
+    assert graph.counts()["nodes"] == 0
+
+
+def test_edge_to_a_missing_or_mislabelled_endpoint_rolls_back_the_transaction(graph: Graph) -> None:
+    with graph.writer() as w:
+        w.nodes([NodeRow("r0", (Label.RECORD,), {})])
+    with pytest.raises(OntologyViolation, match="endpoint"), graph.writer() as w:
+        w.nodes([NodeRow("c9", (Label.COMPONENT,), {})])
+        # r0 exists but is a Record, not the ChecksumFile the row claims: the DB-side check refuses it
+        w.edges([EdgeRow(Rel.DESCRIBES, "r0", Label.CHECKSUM_FILE, "c9", Label.COMPONENT)])
+    assert graph.counts() == {"nodes": 1, "relationships": 0}
+
+
+def test_query_loader_names_files_and_rejects_unknown_names() -> None:
+    assert "UNWIND $rows AS row" in queries.load("write/nodes")
+    assert "write/edge_HAS_COMPONENT" in queries.all_names()
+    with pytest.raises(KeyError, match="no Cypher query named"):
+        queries.load("write/nope")
+
+
+def test_every_write_query_is_a_parameterised_unwind_batch() -> None:
+    for name in queries.all_names():
+        if name.startswith("write/"):
+            text = queries.load(name)
+            assert "UNWIND $rows AS row" in text, name
+            assert "'" not in text and '"' not in text, f"{name} embeds a literal value"

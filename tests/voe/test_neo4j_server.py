@@ -1,0 +1,46 @@
+"""The local Neo4j: a full up/status/down cycle with Browser, and clear errors when tools are missing."""
+
+from __future__ import annotations
+
+import os
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from voe.errors import ServerError
+from voe.neo4j_server import LocalNeo4j
+
+
+def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
+    with pytest.raises(ServerError, match="Java 17\\+ is needed"):
+        LocalNeo4j.java()
+
+
+def test_missing_maven_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ServerError, match="Maven"):
+        LocalNeo4j.maven()
+
+
+def test_up_status_browser_down(neo4j_settings: object) -> None:
+    # A second, throw-away instance on its own ports: the suite's database is not touched.
+    server = LocalNeo4j("lifecycle", bolt_port=17688, http_port=17475, heap="512m", pagecache="64m")
+    server.down()
+    try:
+        status = server.up(timeout=180)
+        assert status.running and status.version and status.version.startswith("5.26")
+        assert status.browser_url == "http://127.0.0.1:17475/browser/"
+        with urllib.request.urlopen(status.browser_url, timeout=10) as resp:
+            assert resp.status == 200
+            assert b"Neo4j Browser" in resp.read()
+        again = server.up()  # idempotent: the running server is reused
+        assert again.pid == status.pid
+        conf = (Path(status.home) / "conf" / "neo4j.conf").read_text()
+        assert "server.bolt.listen_address=127.0.0.1:17688" in conf
+    finally:
+        assert server.down()
+    assert not server.status().running
+    assert not server.pid_file.exists()
+    assert os.path.exists(server.log_file)

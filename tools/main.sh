@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Set up and run the main job on the real example (README's first command): install voe into .venv,
+# start the local Neo4j (left running so you can browse the graph), ingest the shared AM Bench record
+# mds2-4103 and print the summary. Extra arguments are passed to `voe ingest` (e.g. --json).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e .
+if [ -z "${NEO4J_URI:-}" ]; then
+  .venv/bin/voe db up
+fi
+.venv/bin/voe ingest "${ARCHIVE:-../shared/archives/mds2-4103}" "$@"

@@ -1,0 +1,3 @@
+from voe.cli import main
+
+main()
