@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 CHUNK = 1 << 20
 
@@ -30,8 +33,26 @@ def hash_file(path: Path) -> LocalBytes:
 
 
 def canonical_json(value: Any) -> bytes:
-    """The bytes a SourceLocation's span hash is taken over: sorted keys, no whitespace, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """The bytes a SourceLocation's span hash is taken over: sorted keys, no whitespace, UTF-8 (what
+    `json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)` gives; orjson writes the
+    same bytes about ten times faster, and json takes over for what orjson refuses, e.g. huge ints)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def list_files(root: Path) -> set[str]:
+    """Every file and symlink under root, as POSIX paths relative to it (one walk instead of a stat per
+    component: records list up to hundreds of thousands of components, mostly not held)."""
+    found: set[str] = set()
+    base = str(root)
+    for dirpath, dirnames, filenames in os.walk(base):
+        rel = os.path.relpath(dirpath, base)
+        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+        found.update(prefix + name for name in filenames)
+        found.update(prefix + name for name in dirnames if os.path.islink(os.path.join(dirpath, name)))
+    return found
 
 
 def span_sha256(value: Any) -> str:

@@ -1,22 +1,81 @@
-"""Write one record's subgraph in a single transaction, then drop what a previous ingest left behind."""
+"""Write one record's subgraph atomically, then drop what a previous ingest left behind."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
 from ingest.nerdm import RecordGraph
-from voe.graph import Graph, WriteCounts
+from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow, WriteCounts
+
+Late = Callable[[], tuple[list[NodeRow], list[EdgeRow]]]
+
+# Neo4j holds a transaction's state in heap (70% of it by default). Up to this many nodes+edges a record
+# is written in one transaction; beyond it, in committed chunks with a cleanup on failure (see below).
+SINGLE_TX_ELEMENTS = 150_000
+CHUNK_ELEMENTS = 50_000
+NODE_WRITERS = 2
 
 
-def write_record(graph: Graph, rg: RecordGraph) -> WriteCounts:
-    """All or nothing: the nodes, the edges, and the pruning of stale nodes commit together.
+def write_record(graph: Graph, rg: RecordGraph, late: Late | None = None) -> WriteCounts:
+    """Write the record so that it lands whole or not at all.
 
     Nodes owned by the record carry `record_id` and `ingest_stamp` (a hash of the inputs and the rule
-    set). Re-ingesting the same inputs writes the same stamp and changes nothing; changed inputs write a
-    new stamp, and the record's nodes still carrying the old one (a defect that no longer holds, a
-    component the record dropped) are deleted in the same transaction.
+    set); so do its edges. Re-ingesting the same inputs writes the same stamp and changes nothing;
+    changed inputs write a new stamp and the record's nodes and edges still carrying the old one are
+    deleted. `late` yields rows computed while the first rows were being written (schema defects).
+
+    Up to SINGLE_TX_ELEMENTS everything, pruning included, is one transaction. A larger record is
+    written in committed chunks, its Record node marked `ingest_state: "writing"` until the final
+    transaction (pruning, `ingest_state: "complete"`); if any chunk fails, every node of the record is
+    deleted before the error propagates, so no half-written record stays behind.
     """
-    with graph.writer() as w:
-        w.nodes(rg.nodes)
-        w.edges(rg.edges)
-        w.run("ingest/prune_record", record_id=rg.record_id, stamp=rg.stamp)
-        w.run("ingest/prune_orphan_files")
-    return w.counts
+    if len(rg.nodes) + len(rg.edges) <= SINGLE_TX_ELEMENTS:
+        with graph.writer() as w:
+            _write(w, rg.nodes, rg.edges)
+            if late is not None:
+                _write(w, *late())
+            _finish(w, rg)
+        return w.counts
+    return _write_chunked(graph, rg, late)
+
+
+def _write(w: GraphWriter, nodes: list[NodeRow], edges: list[EdgeRow]) -> None:
+    w.nodes(nodes)
+    w.edges(edges)
+
+
+def _finish(w: GraphWriter, rg: RecordGraph) -> None:
+    w.run("ingest/prune_record", record_id=rg.record_id, stamp=rg.stamp)
+    w.run("ingest/prune_orphan_files")
+    w.run("ingest/mark_complete", record_id=rg.record_id)
+
+
+def _write_chunked(graph: Graph, rg: RecordGraph, late: Late | None) -> WriteCounts:
+    total = WriteCounts()
+    try:
+        with graph.writer() as w:
+            w.run("ingest/mark_writing", record_id=rg.record_id)
+        # Node chunks touch disjoint ids, so two run at once and Neo4j uses both cores; edge chunks share
+        # endpoints (every HAS_COMPONENT locks the Record node) and run one after another.
+        def write_nodes(start: int) -> WriteCounts:
+            with graph.writer() as w:
+                w.nodes(rg.nodes[start : start + CHUNK_ELEMENTS])
+            return w.counts
+
+        with ThreadPoolExecutor(max_workers=NODE_WRITERS, thread_name_prefix="voe-write") as pool:
+            for counts in pool.map(write_nodes, range(0, len(rg.nodes), CHUNK_ELEMENTS)):
+                total.merge(counts)
+        for start in range(0, len(rg.edges), CHUNK_ELEMENTS):
+            with graph.writer() as w:
+                w.edges(rg.edges[start : start + CHUNK_ELEMENTS])
+            total.merge(w.counts)
+        with graph.writer() as w:
+            if late is not None:
+                _write(w, *late())
+            _finish(w, rg)
+        total.merge(w.counts)
+    except BaseException:
+        graph.execute_implicit("ingest/delete_record", record_id=rg.record_id)
+        raise
+    return total

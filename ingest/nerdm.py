@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 from collections import Counter
 from dataclasses import dataclass, field
@@ -20,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ingest import ids, media_types
 from ingest.defects import RULES, DefectKind
-from ingest.files import LocalBytes, canonical_json, escape_pointer_token, hash_file, span_sha256
-from ingest.nerdm_schema import NerdmSchemas
+from ingest.files import LocalBytes, canonical_json, escape_pointer_token, hash_file, list_files, span_sha256
+from ingest.nerdm_schema import NerdmSchemas, Violation
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ontology import Label, Rel
@@ -95,6 +96,7 @@ class RecordGraph:
     files: int = 0
     held: int = 0
     problems: list[InputError] = field(default_factory=list)  # payloads we could not read
+    late_elements: int = 0  # schema-defect rows written after the main batch
     stamp: str = ""
 
 
@@ -159,13 +161,14 @@ ARCHIVE_NAMES = {"data.nist.gov": "NIST Public Data Repository"}
 class RecordBuilder:
     """Collects nodes and edges for one record, each fact pinned to a SourceLocation."""
 
-    def __init__(self, record_file: Path, raw: bytes, doc: dict[str, Any], schemas: NerdmSchemas | None) -> None:
+    def __init__(self, record_file: Path, raw: bytes, doc: dict[str, Any], validated: bool) -> None:
         self.record_file = record_file
         self.root = record_file.parent
         self.doc = doc
         self.file_sha = hashlib.sha256(raw).hexdigest()
         self.file_size = len(raw)
-        self.schemas = schemas
+        self.validated = validated  # when False, structural problems the schema would name are reported here
+        self._by_nerdm_id: dict[str, tuple[int, NerdmComponent, str]] = {}
         try:
             self.header = NerdmHeader.model_validate(doc)
         except ValidationError as exc:
@@ -178,6 +181,8 @@ class RecordBuilder:
         self._stamp_parts: list[bytes] = [RULESET_VERSION.encode(), self.file_sha.encode()]
         self._locations: set[str] = set()
         self._files: set[str] = set()
+        self._present = list_files(self.root)
+        self._dirs = _subdirs(self.root)
 
     # -- primitives ----------------------------------------------------------------------------
     def _owned(self, props: dict[str, Any]) -> dict[str, Any]:
@@ -232,7 +237,7 @@ class RecordBuilder:
             "ark": h.ark, "ediid": h.ediid, "version": h.version, "doi": h.doi, "title": h.title,
             "landing_page": h.landingPage, "modified": h.modified, "issued": h.issued,
             "schema": h.schema_uri, "source_path": self.record_file.name, "source_sha256": self.file_sha,
-            "component_count": len(components_raw),
+            "component_count": len(components_raw), "ingest_state": "writing",
         })))
         self.g.edges.append(EdgeRow(Rel.CONTAINS, arch, Label.ARCHIVE, self.rec_id, Label.RECORD))
         self.g.edges.append(EdgeRow(Rel.STORED_AS, self.rec_id, Label.RECORD, fid, Label.FILE,
@@ -246,7 +251,7 @@ class RecordBuilder:
             comp = _parse_component(raw)
             if comp is None:
                 # Unidentifiable entry: the schema check names it; nothing to hang a node on.
-                if self.schemas is None:
+                if not self.validated:
                     self.defect("nerdm.schema", self.rec_id, Label.RECORD, f"/components/{i}",
                                 "component has no string @id")
                 continue
@@ -262,24 +267,29 @@ class RecordBuilder:
         for i, comp, cid in parsed:
             self._component(i, comp, cid, folders, by_nerdm_id)
 
-        if self.schemas is not None:
-            for v in self.schemas.validate(doc):
-                subject, label = self.rec_id, Label.RECORD
-                parts = v.pointer.split("/")
-                if len(parts) > 2 and parts[1] == "components" and parts[2].isdigit():
-                    raw_comp = components_raw[int(parts[2])]
-                    nid = raw_comp.get("@id") if isinstance(raw_comp, dict) else None
-                    if isinstance(nid, str) and nid in by_nerdm_id and by_nerdm_id[nid][0] == int(parts[2]):
-                        subject, label = by_nerdm_id[nid][2], Label.COMPONENT
-                self.defect("nerdm.schema", subject, label, v.pointer, f"{v.message} (schema {v.schema})")
-
         self.g.stamp = hashlib.sha256(b"\0".join(self._stamp_parts)).hexdigest()
-        for node in self.g.nodes:
-            if "record_id" in node.props:
-                node.props["ingest_stamp"] = self.g.stamp
-        for edge in self.g.edges:
-            edge.props["ingest_stamp"] = self.g.stamp
+        self._by_nerdm_id = by_nerdm_id
+        _stamp(self.g.nodes, self.g.edges, self.g.stamp)
         return self.g
+
+    def schema_defects(self, violations: list[Violation]) -> tuple[list[NodeRow], list[EdgeRow]]:
+        """Defects for schema violations, computed after build() (validation runs alongside the writes)."""
+        n_nodes, n_edges = len(self.g.nodes), len(self.g.edges)
+        components_raw = self.doc.get("components") or []
+        for v in violations:
+            subject, label = self.rec_id, Label.RECORD
+            parts = v.pointer.split("/")
+            if len(parts) > 2 and parts[1] == "components" and parts[2].isdigit():
+                raw_comp = components_raw[int(parts[2])]
+                nid = raw_comp.get("@id") if isinstance(raw_comp, dict) else None
+                if isinstance(nid, str) and nid in self._by_nerdm_id and self._by_nerdm_id[nid][0] == int(parts[2]):
+                    subject, label = self._by_nerdm_id[nid][2], Label.COMPONENT
+            self.defect("nerdm.schema", subject, label, v.pointer, f"{v.message} (schema {v.schema})")
+        nodes, edges = self.g.nodes[n_nodes:], self.g.edges[n_edges:]
+        del self.g.nodes[n_nodes:], self.g.edges[n_edges:]
+        self.g.late_elements += len(nodes) + len(edges)
+        _stamp(nodes, edges, self.g.stamp)
+        return nodes, edges
 
     def _component(self, i: int, comp: NerdmComponent, cid: str, folders: dict[str, str],
                    by_nerdm_id: dict[str, tuple[int, NerdmComponent, str]]) -> None:
@@ -334,7 +344,7 @@ class RecordBuilder:
     def _hold(self, comp: NerdmComponent, cid: str, ptr: str) -> LocalBytes | None:
         assert comp.filepath is not None
         path = self.root / comp.filepath
-        if not path.exists() and not path.is_symlink():
+        if comp.filepath not in self._present and comp.filepath.rstrip("/") not in self._dirs:
             self._stamp_parts.append(f"absent:{comp.filepath}".encode())
             return None
         try:
@@ -392,7 +402,7 @@ def _parse_component(raw: Any) -> NerdmComponent | None:
         return NerdmComponent.model_validate(raw)
     except ValidationError:
         # Keep what is well-typed; the schema check reports the rest with its JSON pointer.
-        safe = {k: v for k, v in raw.items() if k in ("@id", "filepath", "title") and isinstance(v, str)}
+        safe: dict[str, Any] = {k: v for k, v in raw.items() if k in ("@id", "filepath", "title") and isinstance(v, str)}
         types = raw.get("@type")
         if isinstance(types, list):
             safe["@type"] = [t for t in types if isinstance(t, str)]
@@ -408,10 +418,41 @@ def _value_at(doc: Any, pointer: str) -> Any:
         return None
 
 
-def build_record(path: Path, schemas: NerdmSchemas | None) -> RecordGraph:
+def _subdirs(root: Path) -> set[str]:
+    """Folders under root (relative POSIX paths): a folder where a payload should be is unreadable, not absent."""
+    out: set[str] = set()
+    for dirpath, dirnames, _ in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+        out.update(prefix + d for d in dirnames)
+    return out
+
+
+def _stamp(nodes: list[NodeRow], edges: list[EdgeRow], stamp: str) -> None:
+    for node in nodes:
+        if "record_id" in node.props:
+            node.props["ingest_stamp"] = stamp
+    for edge in edges:
+        edge.props["ingest_stamp"] = stamp
+
+
+def open_record(path: Path, validated: bool) -> RecordBuilder:
+    """Find and parse the record file; raises InputError for anything unreadable."""
     record_file = find_record_file(path)
     doc, raw = read_record(record_file)
-    return RecordBuilder(record_file, raw, doc, schemas).build()
+    return RecordBuilder(record_file, raw, doc, validated)
+
+
+def build_record(path: Path, schemas: NerdmSchemas | None) -> RecordGraph:
+    """Build the whole subgraph synchronously, schema defects included (tests and small callers)."""
+    builder = open_record(path, schemas is not None)
+    rg = builder.build()
+    if schemas is not None:
+        nodes, edges = builder.schema_defects(schemas.validate(builder.doc))
+        rg.nodes += nodes
+        rg.edges += edges
+        rg.late_elements = 0
+    return rg
 
 
 __all__ = ["RecordGraph", "build_record", "canonical_json", "DefectKind"]

@@ -5,13 +5,14 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from ingest import nerdm_schema
 from ingest.loader import write_record
-from ingest.nerdm import build_record
+from ingest.nerdm import open_record
 from voe.errors import InputError
 from voe.graph import Graph
 
@@ -80,36 +81,53 @@ def ingest_paths(
         else:
             say("warning: no NERDm schemas found (set VOE_SCHEMA_DIR); schema validation skipped")
     graph.apply_schema()
-    components: Counter[str] = Counter()
-    defects: Counter[str] = Counter()
-    totals = {"nodes_created": 0, "relationships_created": 0, "nodes_deleted": 0, "relationships_deleted": 0}
-    for path in paths:
-        t0 = time.perf_counter()
-        try:
-            rg = build_record(Path(path), schemas)
-        except InputError as exc:
-            report.errors.append(IngestProblem(path=exc.path or str(path), pointer=exc.pointer, message=exc.message))
-            continue
-        counts = write_record(graph, rg)
-        for problem in rg.problems:
-            report.errors.append(IngestProblem(path=problem.path or str(path), message=problem.message))
-        seconds = time.perf_counter() - t0
-        components.update(rg.components)
-        defects.update(rg.defects)
-        report.records += 1
-        report.files += rg.files
-        report.elements_written += len(rg.nodes) + len(rg.edges)
-        for key in totals:
-            totals[key] += getattr(counts, key)
-        report.per_record.append(RecordSummary(
-            record_id=rg.record_id, ark=rg.ark, version=rg.version, title=rg.title, source=str(rg.source),
-            components=dict(sorted(rg.components.items())), files=rg.files, held=rg.held,
-            defects=dict(sorted(rg.defects.items())), seconds=round(seconds, 3),
-        ))
-        say(f"{rg.ark} v{rg.version}: {sum(rg.components.values())} components, {rg.held} payloads held, "
-            f"{sum(rg.defects.values())} defects ({seconds:.1f}s)")
-    report.components = dict(sorted(components.items()))
-    report.defects = dict(sorted(defects.items()))
-    report.graph = totals
+    totals = Totals()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="voe-schema") as pool:
+        for path in paths:
+            try:
+                _ingest_one(Path(path), graph, schemas, pool, report, totals, say)
+            except InputError as exc:
+                report.errors.append(IngestProblem(path=exc.path or str(path), pointer=exc.pointer, message=exc.message))
+    report.components = dict(sorted(totals.components.items()))
+    report.defects = dict(sorted(totals.defects.items()))
+    report.graph = totals.graph
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+class Totals:
+    def __init__(self) -> None:
+        self.components: Counter[str] = Counter()
+        self.defects: Counter[str] = Counter()
+        self.graph = {"nodes_created": 0, "relationships_created": 0, "nodes_deleted": 0, "relationships_deleted": 0}
+
+
+def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | None, pool: ThreadPoolExecutor,
+                report: IngestReport, totals: Totals, say: Callable[[str], None]) -> None:
+    t0 = time.perf_counter()
+    builder = open_record(path, validated=schemas is not None)
+    # Schema validation (pure Python) runs in a thread while the subgraph is built and Neo4j applies the
+    # first writes; its defects are written last, in the same transaction.
+    late = None
+    if schemas is not None:
+        pending = pool.submit(schemas.validate, builder.doc)
+        late = lambda: builder.schema_defects(pending.result())  # noqa: E731
+    rg = builder.build()
+    counts = write_record(graph, rg, late)
+    for problem in rg.problems:
+        report.errors.append(IngestProblem(path=problem.path or str(path), message=problem.message))
+    seconds = time.perf_counter() - t0
+    totals.components.update(rg.components)
+    totals.defects.update(rg.defects)
+    report.records += 1
+    report.files += rg.files
+    report.elements_written += len(rg.nodes) + len(rg.edges) + rg.late_elements
+    for key in totals.graph:
+        totals.graph[key] += getattr(counts, key)
+    report.per_record.append(RecordSummary(
+        record_id=rg.record_id, ark=rg.ark, version=rg.version, title=rg.title, source=str(rg.source),
+        components=dict(sorted(rg.components.items())), files=rg.files, held=rg.held,
+        defects=dict(sorted(rg.defects.items())), seconds=round(seconds, 3),
+    ))
+    say(f"{rg.ark} v{rg.version}: {sum(rg.components.values())} components, {rg.held} payloads held, "
+        f"{sum(rg.defects.values())} defects ({seconds:.1f}s)")

@@ -22,4 +22,6 @@ fi
 stop() { if [ -n "$started" ]; then .venv/bin/voe db down --instance test --bolt-port 17687 --http-port 17474 || true; fi; }
 trap stop EXIT
 
+.venv/bin/ruff check .
+.venv/bin/mypy
 .venv/bin/python -m pytest "$@"

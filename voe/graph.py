@@ -48,6 +48,10 @@ class WriteCounts:
     relationships_deleted: int = 0
     properties_set: int = 0
 
+    def merge(self, other: WriteCounts) -> None:
+        for key in vars(self):
+            setattr(self, key, getattr(self, key) + getattr(other, key))
+
     def add(self, counters: Any) -> None:
         self.nodes_created += counters.nodes_created
         self.nodes_deleted += counters.nodes_deleted
@@ -150,6 +154,14 @@ class Graph:
             w.run(name, **params)
         return w.counts
 
+    def execute_implicit(self, name: str, **params: Any) -> None:
+        """Run a named query in an auto-commit transaction (needed by CALL { } IN TRANSACTIONS)."""
+        try:
+            with self._driver.session(database=self.settings.database) as session:
+                session.run(queries.load(name), params).consume()
+        except ServiceUnavailable as exc:
+            raise GraphUnavailable(f"Neo4j is not reachable at {self.settings.uri}: {exc}") from exc
+
     @contextmanager
     def writer(self) -> Iterator[GraphWriter]:
         """One explicit write transaction; rolled back if the block raises."""
@@ -177,11 +189,7 @@ class Graph:
 
     def clear(self) -> None:
         """Delete every node and relationship (tests and `voe db reset`)."""
-        try:
-            with self._driver.session(database=self.settings.database) as session:
-                session.run(queries.load("admin/clear")).consume()
-        except ServiceUnavailable as exc:
-            raise GraphUnavailable(f"Neo4j is not reachable at {self.settings.uri}: {exc}") from exc
+        self.execute_implicit("admin/clear")
 
     def counts(self) -> Mapping[str, int]:
         row = self.query("stats/totals")[0]

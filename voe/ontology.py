@@ -110,11 +110,11 @@ def load() -> Ontology:
     g.parse(data_path("ontology") / "voe.ttl", format="turtle")
 
     class_of: dict[str, str] = {}
-    for cls, label in g.subject_objects(voe.label):
-        class_of[str(cls)] = str(label)
+    for subject, label in g.subject_objects(voe.label):
+        class_of[str(subject)] = str(label)
     parents: dict[str, set[str]] = {lab: set() for lab in class_of.values()}
-    for cls, lab in class_of.items():
-        for parent in g.objects(URIRef(cls), RDFS.subClassOf):
+    for iri, lab in class_of.items():
+        for parent in g.objects(URIRef(iri), RDFS.subClassOf):
             if str(parent) in class_of:
                 parents[lab].add(class_of[str(parent)])
 
@@ -132,12 +132,12 @@ def load() -> Ontology:
     comments: dict[str, str] = {}
     for prop, rel in g.subject_objects(voe.relType):
         pairs = set()
-        for pair in g.objects(prop, voe.allows):  # type: ignore[arg-type]
-            frm = g.value(pair, voe["from"])  # type: ignore[arg-type]
-            to = g.value(pair, voe.to)  # type: ignore[arg-type]
+        for pair in g.objects(prop, voe.allows):
+            frm = g.value(pair, voe["from"])
+            to = g.value(pair, voe.to)
             pairs.add((class_of[str(frm)], class_of[str(to)]))
         allowed[str(rel)] = frozenset(pairs)
-        comment = g.value(prop, RDFS.comment)  # type: ignore[arg-type]
+        comment = g.value(prop, RDFS.comment)
         if comment is not None:
             comments[str(rel)] = str(comment)
     return Ontology(

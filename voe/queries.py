@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from voe.resources import data_path
@@ -12,7 +12,7 @@ def cypher_root() -> Path:
     return data_path("cypher")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> str:
     """`load("write/nodes")` reads cypher/write/nodes.cypher. Comment lines are kept: Neo4j ignores them."""
     path = cypher_root() / f"{name}.cypher"

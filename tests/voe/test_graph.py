@@ -10,7 +10,7 @@ from voe.graph import EdgeRow, Graph, NodeRow
 from voe.ontology import Label, Rel
 
 
-def test_schema_is_idempotent_and_covers_every_label(graph: Graph) -> None:
+def test_schema_is_idempotent_and_makes_ids_unique(graph: Graph) -> None:
     def constraints() -> set[str]:
         with graph._driver.session() as s:  # noqa: SLF001 - inspecting the server's own catalogue
             return {r["name"] for r in s.run("SHOW CONSTRAINTS YIELD name RETURN name")}
@@ -18,7 +18,7 @@ def test_schema_is_idempotent_and_covers_every_label(graph: Graph) -> None:
     before = constraints()
     graph.apply_schema()
     assert constraints() == before
-    assert {f"{label.value.lower()}_id" for label in Label} <= before
+    assert "node_id" in before
 
 
 def test_writes_upsert_by_id(graph: Graph) -> None:
@@ -29,6 +29,8 @@ def test_writes_upsert_by_id(graph: Graph) -> None:
             w.nodes(rows)
             w.edges(edge)
     assert graph.counts() == {"nodes": 2, "relationships": 1}
+    with pytest.raises(Exception, match="already exists"), graph._driver.session() as s:  # noqa: SLF001
+        s.run("CREATE (:Node {id: 'r1'})").consume()
     with graph._driver.session() as s:  # noqa: SLF001
         labels = s.run("MATCH (n {id: 'c1'}) RETURN labels(n) AS l").single()["l"]
     assert set(labels) == {"Node", "Component", "DataFile"}

@@ -1,0 +1,116 @@
+"""Ingest benchmark: graph elements written per second, seconds and peak memory.
+
+Cases: the real record mds2-4103 (552 components) and generated NERDm records of 10k and 100k
+components (half DataFiles, half their .sha256 sidecars, in 100 subcollections; every 50th sidecar
+disagrees with its target so the defect path is exercised). Each case runs in a fresh subprocess
+against an emptied graph so peak RSS is per case. Needs a running Neo4j (NEO4J_URI or `voe db up`).
+
+    python bench/ingest.py [--sizes 10000,100000] [--json]
+
+Prints one line per case; figures are comparable run to run on the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "archives"
+
+
+def generate(folder: Path, n: int) -> Path:
+    """A NERDm record with n components, valid against the NERDm schemas."""
+    base = json.loads((SHARED / "mds2-4103" / "nerdm.json").read_text())
+    ark = f"ark:/88434/bench-{n}"
+    comps = []
+    folders = 100
+    for f in range(folders):
+        comps.append({"@id": f"cmps/dir{f:03d}", "@type": ["nrdp:Subcollection"], "filepath": f"dir{f:03d}",
+                      "_extensionSchemas": ["https://data.nist.gov/od/dm/nerdm-schema/pub/v0.7#/definitions/Subcollection"]})
+    pairs = (n - folders) // 2
+    for i in range(pairs):
+        path = f"dir{i % folders:03d}/sample_{i:06d}.csv"
+        digest = hashlib.sha256(path.encode()).hexdigest()
+        side_hash = hashlib.sha256(digest.encode()).hexdigest() if i % 50 else "0" * 64
+        comps.append({"@id": f"cmps/{path}", "@type": ["nrdp:DataFile", "nrdp:DownloadableFile", "dcat:Distribution"],
+                      "filepath": path, "mediaType": "text/csv", "size": 1000 + i,
+                      "downloadURL": f"https://data.nist.gov/od/ds/bench/{path}",
+                      "checksum": {"hash": digest, "algorithm": {"tag": "sha256", "@type": "Thing"}},
+                      "_extensionSchemas": ["https://data.nist.gov/od/dm/nerdm-schema/pub/v0.7#/definitions/DataFile"]})
+        comps.append({"@id": f"cmps/{path}.sha256",
+                      "@type": ["nrdp:ChecksumFile", "nrdp:DownloadableFile", "dcat:Distribution"],
+                      "filepath": f"{path}.sha256", "mediaType": "text/plain", "size": 64, "describes": f"cmps/{path}",
+                      "valid": True, "algorithm": {"tag": "sha256", "@type": "Thing"},
+                      "checksum": {"hash": side_hash, "algorithm": {"tag": "sha256", "@type": "Thing"}},
+                      "_extensionSchemas": ["https://data.nist.gov/od/dm/nerdm-schema/pub/v0.7#/definitions/ChecksumFile"]})
+    record = {**base, "@id": ark, "ediid": ark, "doi": f"doi:10.18434/bench-{n}", "components": comps}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "nerdm.json").write_text(json.dumps(record, indent=2))
+    return folder
+
+
+def run_case(path: Path) -> dict[str, object]:
+    sys.path.insert(0, str(REPO))
+    from ingest import ingest_paths
+    from voe.graph import Graph
+
+    with Graph() as graph:
+        graph.verify()
+        graph.clear()
+        t0 = time.perf_counter()
+        report = ingest_paths([path], graph)
+        seconds = time.perf_counter() - t0
+        counts = graph.counts()
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    components = sum(report.components.values())
+    return {
+        "case": path.name, "components": components, "elements": report.elements_written,
+        "graph_nodes": counts["nodes"], "graph_relationships": counts["relationships"],
+        "seconds": round(seconds, 2), "elements_per_s": round(report.elements_written / seconds),
+        "us_per_element": round(seconds / report.elements_written * 1e6, 2),
+        "peak_rss_mib": round(peak_kib / 1024, 1), "defects": report.defects,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000", help="generated record sizes (components)")
+    parser.add_argument("--json", action="store_true", help="print JSON lines")
+    parser.add_argument("--case", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.case:
+        print(json.dumps(run_case(Path(args.case))))
+        return
+    print(f"# machine: {platform.node()} {platform.machine()} cores={os.cpu_count()} python={platform.python_version()}",
+          file=sys.stderr)
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = [SHARED / "mds2-4103"] + [generate(Path(tmp) / f"bench-{n}", n) for n in map(int, args.sizes.split(","))]
+        results = []
+        for case in cases:
+            out = subprocess.run([sys.executable, __file__, "--case", str(case)], capture_output=True, text=True,
+                                 check=True)
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+            results.append(result)
+            if args.json:
+                print(json.dumps(result))
+            else:
+                print(f"{result['case']:>14}: {result['components']:>7} components, {result['elements']:>8} elements "
+                      f"in {result['seconds']:>7.2f} s = {result['elements_per_s']:>7} elements/s "
+                      f"({result['us_per_element']} us/element), peak RSS {result['peak_rss_mib']} MiB")
+        if len(results) >= 3 and not args.json:
+            ratio = results[-1]["us_per_element"] / results[-2]["us_per_element"]  # type: ignore[operator]
+            print(f"per-element cost, largest vs second largest: {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+// The record's last write transaction: readers may rely on it from here on.
+MATCH (r:Record {id: $record_id})
+SET r.ingest_state = 'complete'
