@@ -267,7 +267,9 @@ class RecordBuilder:
         for i, comp, cid in parsed:
             self._component(i, comp, cid, folders, by_nerdm_id)
 
-        self.g.stamp = hashlib.sha256(b"\0".join(self._stamp_parts)).hexdigest()
+        # 64 bits of the input hash: plenty to tell two versions of a record apart, and short strings keep
+        # the property store (written for every node and edge of the record) small.
+        self.g.stamp = hashlib.sha256(b"\0".join(self._stamp_parts)).hexdigest()[:16]
         self._by_nerdm_id = by_nerdm_id
         _stamp(self.g.nodes, self.g.edges, self.g.stamp)
         return self.g
