@@ -23,6 +23,19 @@ Rules (NERDm records):
 - `schema_violation` (rule `nerdm.schema`): the record or a component fails the NERDm JSON schemas in
   `../shared/archives/schemas/` (validated offline: the core `_schema` and every `_extensionSchemas` we have).
 
+File contents (issue 3 parsers; the subject is the file's Component):
+
+- `format_mismatch` (rule `format.mismatch`): the bytes are another format than the extension says (an
+  `.xlsx` that is really CSV); the file is parsed as what it is.
+- `ragged_rows` (rule `csv.ragged`), `malformed_csv` (rule `csv.syntax`).
+- `unreadable_workbook` (rule `xlsx.read`); `formula_without_cached_value` (rule `xlsx.formula_without_cache`):
+  a cell holding a formula that was never calculated, so its value is not in the file.
+- `not_machine_verifiable` (rule `pdf.no_text_layer`): a PDF page (or the whole PDF) with no text layer.
+- `encrypted_pdf` (rule `pdf.encrypted`), `corrupt_file` (rule `pdf.corrupt`).
+- `xml_not_well_formed` (rule `xml.not_well_formed`), `xml_schema_violation` (rule `xml.schema`): against the
+  AM Bench XSDs, with line numbers.
+- `step_header_missing` (rule `step.header`).
+
 A payload the record lists but we do not hold is a status of the component (`held: false`), not a defect.
 """
 
@@ -41,6 +54,17 @@ class DefectKind(StrEnum):
     MISSING_CHECKSUM = "missing_checksum"
     MEDIA_TYPE_MISMATCH = "media_type_mismatch"
     SCHEMA_VIOLATION = "schema_violation"
+    FORMAT_MISMATCH = "format_mismatch"
+    RAGGED_ROWS = "ragged_rows"
+    MALFORMED_CSV = "malformed_csv"
+    UNREADABLE_WORKBOOK = "unreadable_workbook"
+    FORMULA_WITHOUT_CACHED_VALUE = "formula_without_cached_value"
+    NOT_MACHINE_VERIFIABLE = "not_machine_verifiable"
+    ENCRYPTED_PDF = "encrypted_pdf"
+    CORRUPT_FILE = "corrupt_file"
+    XML_NOT_WELL_FORMED = "xml_not_well_formed"
+    XML_SCHEMA_VIOLATION = "xml_schema_violation"
+    STEP_HEADER_MISSING = "step_header_missing"
 
 
 RULES: dict[str, DefectKind] = {
@@ -54,4 +78,15 @@ RULES: dict[str, DefectKind] = {
     "nerdm.datafile.checksum": DefectKind.MISSING_CHECKSUM,
     "nerdm.media_type": DefectKind.MEDIA_TYPE_MISMATCH,
     "nerdm.schema": DefectKind.SCHEMA_VIOLATION,
+    "format.mismatch": DefectKind.FORMAT_MISMATCH,
+    "csv.ragged": DefectKind.RAGGED_ROWS,
+    "csv.syntax": DefectKind.MALFORMED_CSV,
+    "xlsx.read": DefectKind.UNREADABLE_WORKBOOK,
+    "xlsx.formula_without_cache": DefectKind.FORMULA_WITHOUT_CACHED_VALUE,
+    "pdf.no_text_layer": DefectKind.NOT_MACHINE_VERIFIABLE,
+    "pdf.encrypted": DefectKind.ENCRYPTED_PDF,
+    "pdf.corrupt": DefectKind.CORRUPT_FILE,
+    "xml.not_well_formed": DefectKind.XML_NOT_WELL_FORMED,
+    "xml.schema": DefectKind.XML_SCHEMA_VIOLATION,
+    "step.header": DefectKind.STEP_HEADER_MISSING,
 }

@@ -25,3 +25,8 @@ def defect_id(kind: str, subject_id: str, pointer: str) -> str:
 
 def archive_id(host: str) -> str:
     return f"archive:{host}"
+
+
+def evidence_id(ark: str, filepath: str) -> str:
+    """Canonical evidence id: the record's identifier and the item's path in it."""
+    return f"ev:{ark}/{filepath.strip('/')}"

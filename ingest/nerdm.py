@@ -21,13 +21,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ingest import ids, media_types
 from ingest.defects import RULES, DefectKind
+from ingest.documents import parse_file
+from ingest.evidence import evidence_kind
 from ingest.files import LocalBytes, canonical_json, escape_pointer_token, hash_file, list_files, span_sha256
 from ingest.nerdm_schema import NerdmSchemas, Violation
+from ingest.parsers.model import Fact, Parsed
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ontology import Label, Rel
 
-RULESET_VERSION = "nerdm-1"  # part of the ingest stamp: changing a rule re-stamps (and re-checks) records
+RULESET_VERSION = "nerdm-2"  # part of the ingest stamp: changing a rule re-stamps (and re-checks) records
 NERDM_FILENAME = "nerdm.json"
 
 
@@ -97,6 +100,11 @@ class RecordGraph:
     held: int = 0
     problems: list[InputError] = field(default_factory=list)  # payloads we could not read
     late_elements: int = 0  # schema-defect rows written after the main batch
+    parsed_files: Counter[str] = field(default_factory=Counter)
+    facts: int = 0
+    pages: int = 0
+    cells: int = 0
+    evidence: Counter[str] = field(default_factory=Counter)
     stamp: str = ""
 
 
@@ -167,6 +175,7 @@ class RecordBuilder:
         self.doc = doc
         self.file_sha = hashlib.sha256(raw).hexdigest()
         self.file_size = len(raw)
+        self.provenance = "nist_bytes"  # a reconstructed catalog says so instead (ingest/catalog.py)
         self.validated = validated  # when False, structural problems the schema would name are reported here
         self._by_nerdm_id: dict[str, tuple[int, NerdmComponent, str]] = {}
         try:
@@ -181,6 +190,8 @@ class RecordBuilder:
         self._stamp_parts: list[bytes] = [RULESET_VERSION.encode(), self.file_sha.encode()]
         self._locations: set[str] = set()
         self._files: set[str] = set()
+        self._doc_info: dict[str, tuple[str, Parsed]] = {}
+        self._file_rows: dict[str, NodeRow] = {}
         self._present = list_files(self.root)
         self._dirs = _subdirs(self.root)
 
@@ -205,17 +216,20 @@ class RecordBuilder:
         if fid not in self._files:
             self._files.add(fid)
             self.g.files += 1
-            self.g.nodes.append(NodeRow(fid, (Label.FILE,), {
+            row = NodeRow(fid, (Label.FILE,), {
                 "sha256": local.sha256, "size": local.size, "name": local.path.name, "origin": origin,
-            }))
+            })
+            self._file_rows[fid] = row
+            self.g.nodes.append(row)
         return fid
 
     def defect(self, rule: str, subject: str, subject_label: Label, pointer: str, detail: str,
-               path: str | None = None) -> None:
+               path: str | None = None, location: str | None = None) -> None:
+        """A defect located by a JSON pointer into the record file, or at `location` (a SourceLocation id
+        already in the batch) for defects inside a payload file."""
         kind = RULES[rule]
         did = ids.defect_id(kind, subject, pointer)
-        value = _value_at(self.doc, pointer)
-        loc = self.location(pointer, value)
+        loc = location or self.location(pointer, _value_at(self.doc, pointer))
         self.g.nodes.append(NodeRow(did, (Label.DEFECT,), self._owned({
             "kind": kind.value, "rule": rule, "detail": detail, "subject": subject, "pointer": pointer,
             "path": path or self.record_file.name,
@@ -266,6 +280,7 @@ class RecordBuilder:
         folders = {c.filepath: cid for _, c, cid in parsed if c.kind is Label.SUBCOLLECTION and c.filepath}
         for i, comp, cid in parsed:
             self._component(i, comp, cid, folders, by_nerdm_id)
+        self._evidence(parsed)
 
         # 64 bits of the input hash: plenty to tell two versions of a record apart, and short strings keep
         # the property store (written for every node and edge of the record) small.
@@ -362,7 +377,94 @@ class RecordBuilder:
         self.g.held += 1
         fid = self.file(local, origin="payload")
         self.g.edges.append(EdgeRow(Rel.STORED_AS, cid, Label.COMPONENT, fid, Label.FILE, {"path": comp.filepath}))
+        if comp.kind is not Label.CHECKSUM_FILE:
+            self.document(path, comp.filepath, local, cid)
         return local
+
+    # -- evidence objects ---------------------------------------------------------------------
+    def _evidence(self, parsed: list[tuple[int, NerdmComponent, str]]) -> None:
+        """One Evidence per subcollection and per root-level data file (rules in ingest/evidence.py)."""
+        for i, comp, cid in parsed:
+            if not comp.filepath or comp.kind not in (Label.SUBCOLLECTION, Label.DATA_FILE):
+                continue
+            if comp.kind is Label.DATA_FILE and "/" in comp.filepath.strip("/"):
+                continue
+            info = self._doc_info.get(cid)
+            kind, rule = evidence_kind(comp.filepath, comp.title, comp.mediaType, info[1].format if info else None,
+                                       is_folder=comp.kind is Label.SUBCOLLECTION)
+            prefix = comp.filepath.rstrip("/") + "/"
+            members = [c for c in parsed if c[1].filepath and c[1].filepath.startswith(prefix)
+                       and "/" not in c[1].filepath[len(prefix):] and c[1].kind is Label.DATA_FILE]
+            self.add_evidence(comp.filepath, kind, rule, comp.title or comp.filepath, cid,
+                              [self.location(f"/components/{i}", self.doc["components"][i])],
+                              provenance=self.provenance, members=len(members))
+
+    def add_evidence(self, filepath: str, kind: str, rule: str, title: str, component: str, locations: list[str],
+                     provenance: str, members: int = 0) -> str:
+        eid = ids.evidence_id(self.header.ark, filepath)
+        self.g.nodes.append(NodeRow(eid, (Label.EVIDENCE,), self._owned({
+            "canonical_id": eid, "kind": kind, "kind_rule": rule, "title": title, "filepath": filepath,
+            "record_ark": self.header.ark, "provenance": provenance, "members": members,
+        })))
+        self.g.edges.append(EdgeRow(Rel.EVIDENCED_BY, eid, Label.EVIDENCE, component, Label.COMPONENT))
+        for loc in locations:
+            self.g.edges.append(EdgeRow(Rel.LOCATED_AT, eid, Label.EVIDENCE, loc, Label.SOURCE_LOCATION))
+        self.g.evidence[kind] += 1
+        return eid
+
+    # -- payload contents ---------------------------------------------------------------------
+    def document(self, path: Path, relpath: str, local: LocalBytes, subject: str) -> None:
+        """Parse a held file by content; one SourceLocation per fact (IN_FILE the file), defects on `subject`."""
+        parsed = parse_file(path, relpath)
+        if parsed is None:
+            return
+        fid = ids.file_id(local.sha256)
+        self.g.parsed_files[parsed.format] += 1
+        self.g.facts += len(parsed.facts)
+        self.g.pages += parsed.pages
+        self.g.cells += parsed.cells
+        self._doc_info[subject] = (relpath, parsed)
+        locs: dict[str, str] = {}
+        for fact in parsed.facts:
+            locs[fact.locator] = self.fact_location(fact, relpath, local)
+        for d in parsed.defects:
+            if d.locator and d.locator in locs:
+                loc = locs[d.locator]
+            else:
+                region = d.locator or "file"
+                loc = ids.location_id(local.sha256, region)
+                if loc not in self._locations:
+                    self._locations.add(loc)
+                    self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,), self._owned({
+                        "kind": "file_region", "path": relpath, "file_sha256": local.sha256, "locator": region,
+                        "span_sha256": local.sha256 if region == "file" else hashlib.sha256(b"").hexdigest(),
+                    })))
+                    self.g.edges.append(EdgeRow(Rel.IN_FILE, loc, Label.SOURCE_LOCATION, fid, Label.FILE))
+            self.defect(d.rule, subject, Label.COMPONENT, f"{relpath}#{d.locator or 'file'}", f"{relpath}: {d.detail}",
+                        path=relpath, location=loc)
+        self._file_rows[fid].props.update({
+            "format": parsed.format, "role": parsed.role.value, "facts": len(parsed.facts),
+            "summary_json": json.dumps(parsed.summary, sort_keys=True, default=str)})
+
+    def fact_location(self, fact: Fact, relpath: str, local: LocalBytes) -> str:
+        loc = ids.location_id(local.sha256, fact.locator)
+        if loc in self._locations:
+            return loc
+        self._locations.add(loc)
+        props: dict[str, Any] = {
+            "kind": fact.kind, "path": relpath, "file_sha256": local.sha256, "locator": fact.locator,
+            "text": fact.text[:4000], "span_sha256": fact.span_sha256, "name": fact.name, "unit": fact.unit,
+            "role": fact.role.value,
+        }
+        if isinstance(fact.value, (str, int, float, bool)):
+            props["value"] = fact.value
+        for key in ("page", "bbox", "sheet", "cell", "line", "end_line", "column", "xpath", "formula", "cached_value"):
+            if fact.extra.get(key) is not None:
+                props[key] = fact.extra[key]
+        self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,),
+                                    self._owned({k: v for k, v in props.items() if v is not None})))
+        self.g.edges.append(EdgeRow(Rel.IN_FILE, loc, Label.SOURCE_LOCATION, ids.file_id(local.sha256), Label.FILE))
+        return loc
 
     def _sidecar(self, i: int, comp: NerdmComponent, cid: str, local: LocalBytes | None,
                  by_nerdm_id: dict[str, tuple[int, NerdmComponent, str]]) -> None:

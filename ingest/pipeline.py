@@ -11,10 +11,13 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ingest import nerdm_schema
+from ingest.catalog import catalog_builders, looks_like_catalog
+from ingest.files import hash_file
+from ingest.folder import FolderBuilder
 from ingest.loader import write_record
-from ingest.nerdm import open_record
+from ingest.nerdm import NERDM_FILENAME, RecordBuilder, RecordGraph, open_record
 from voe.errors import InputError
-from voe.graph import Graph
+from voe.graph import Graph, WriteCounts
 
 REPORT_VERSION = 1
 
@@ -35,6 +38,8 @@ class RecordSummary(BaseModel):
     files: int
     held: int
     defects: dict[str, int]
+    facts: int = 0
+    evidence: dict[str, int] = Field(default_factory=dict)
     seconds: float
 
 
@@ -44,6 +49,11 @@ class IngestReport(BaseModel):
     components: dict[str, int] = Field(default_factory=dict)
     files: int = 0
     defects: dict[str, int] = Field(default_factory=dict)
+    facts: int = 0
+    evidence: dict[str, int] = Field(default_factory=dict)
+    formats: dict[str, int] = Field(default_factory=dict)
+    pages: int = 0
+    cells: int = 0
     elements_written: int = 0
     graph: dict[str, int] = Field(default_factory=dict)
     schema_dir: str | None = None
@@ -90,6 +100,8 @@ def ingest_paths(
                 report.errors.append(IngestProblem(path=exc.path or str(path), pointer=exc.pointer, message=exc.message))
     report.components = dict(sorted(totals.components.items()))
     report.defects = dict(sorted(totals.defects.items()))
+    report.evidence = dict(sorted(totals.evidence.items()))
+    report.formats = dict(sorted(totals.formats.items()))
     report.graph = totals.graph
     report.seconds = round(time.perf_counter() - started, 3)
     return report
@@ -99,26 +111,55 @@ class Totals:
     def __init__(self) -> None:
         self.components: Counter[str] = Counter()
         self.defects: Counter[str] = Counter()
+        self.evidence: Counter[str] = Counter()
+        self.formats: Counter[str] = Counter()
         self.graph = {"nodes_created": 0, "relationships_created": 0, "nodes_deleted": 0, "relationships_deleted": 0}
 
 
 def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | None, pool: ThreadPoolExecutor,
                 report: IngestReport, totals: Totals, say: Callable[[str], None]) -> None:
-    t0 = time.perf_counter()
-    builder = open_record(path, validated=schemas is not None)
-    # Schema validation (pure Python) runs in a thread while the subgraph is built and Neo4j applies the
-    # first writes; its defects are written last, in the same transaction.
-    late = None
-    if schemas is not None:
-        pending = pool.submit(schemas.validate, builder.doc)
-        late = lambda: builder.schema_defects(pending.result())  # noqa: E731
-    rg = builder.build()
-    counts = write_record(graph, rg, late)
+    for kind, builder in _builders(path, schemas is not None):
+        t0 = time.perf_counter()
+        # Schema validation (pure Python) runs in a thread while the subgraph is built and Neo4j applies the
+        # first writes; its defects are written last, in the same transaction.
+        late = None
+        if schemas is not None and kind == "nerdm":
+            pending = pool.submit(schemas.validate, builder.doc)
+            late = lambda b=builder, p=pending: b.schema_defects(p.result())  # noqa: E731
+        rg = builder.build()
+        counts = write_record(graph, rg, late)
+        _account(rg, counts, t0, path, report, totals, say)
+
+
+def _builders(path: Path, validated: bool) -> list[tuple[str, RecordBuilder]]:
+    """What the path is, by content: a NERDm record (folder or file), a plain folder, or a facts catalog."""
+    if not path.exists():
+        raise InputError("path does not exist", path=str(path))
+    if path.is_dir():
+        if (path / NERDM_FILENAME).exists():
+            return [("nerdm", open_record(path, validated))]
+        return [("folder", FolderBuilder(path))]
+    try:
+        head = path.read_bytes()[:1 << 20]
+    except OSError as exc:
+        raise InputError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from exc
+    if looks_like_catalog(head):
+        return [("catalog", b) for b in catalog_builders(path, hash_file(path), path.read_bytes())]
+    return [("nerdm", open_record(path, validated))]
+
+
+def _account(rg: RecordGraph, counts: WriteCounts, t0: float, path: Path, report: IngestReport, totals: Totals,
+             say: Callable[[str], None]) -> None:
     for problem in rg.problems:
         report.errors.append(IngestProblem(path=problem.path or str(path), message=problem.message))
     seconds = time.perf_counter() - t0
     totals.components.update(rg.components)
     totals.defects.update(rg.defects)
+    totals.evidence.update(rg.evidence)
+    totals.formats.update(rg.parsed_files)
+    report.facts += rg.facts
+    report.pages += rg.pages
+    report.cells += rg.cells
     report.records += 1
     report.files += rg.files
     report.elements_written += len(rg.nodes) + len(rg.edges) + rg.late_elements
@@ -127,7 +168,8 @@ def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | N
     report.per_record.append(RecordSummary(
         record_id=rg.record_id, ark=rg.ark, version=rg.version, title=rg.title, source=str(rg.source),
         components=dict(sorted(rg.components.items())), files=rg.files, held=rg.held,
-        defects=dict(sorted(rg.defects.items())), seconds=round(seconds, 3),
+        defects=dict(sorted(rg.defects.items())), facts=rg.facts, evidence=dict(sorted(rg.evidence.items())),
+        seconds=round(seconds, 3),
     ))
-    say(f"{rg.ark} v{rg.version}: {sum(rg.components.values())} components, {rg.held} payloads held, "
-        f"{sum(rg.defects.values())} defects ({seconds:.1f}s)")
+    say(f"{rg.ark} v{rg.version or '-'}: {sum(rg.components.values())} components, {rg.held} payloads held, "
+        f"{rg.facts} facts, {sum(rg.evidence.values())} evidence, {sum(rg.defects.values())} defects ({seconds:.1f}s)")

@@ -140,12 +140,15 @@ def db_clear(yes: bool) -> None:
 @click.option("--strict", is_flag=True, help="Exit 1 when any defect is found.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def ingest(paths: tuple[Path, ...], schema_dir: Path | None, no_schema: bool, strict: bool, as_json: bool) -> None:
-    """Ingest NERDm record folders into the graph.
+    """Ingest archive folders into the graph.
 
-    Each PATH is a folder holding nerdm.json plus any payload files and .sha256 sidecars at
-    their NERDm filepath (or a nerdm.json file itself). Every component, held file and defect
-    becomes a node with a SourceLocation (file sha256 + JSON pointer). Re-ingesting the same
-    input changes nothing. A path that cannot be read is reported and the others still ingest
+    Each PATH is, by content: a NERDm record folder (nerdm.json plus payload files and .sha256
+    sidecars at their NERDm filepath) or a nerdm.json file; a plain folder of files (every file
+    a component); or a facts catalog (FACTS.md: records whose bytes we do not hold, marked
+    provenance "reconstructed"). Held files are parsed by content (PDF, CSV, XLSX, XML, NC
+    programs, STEP headers, build logs, thermocouple exports) into facts, each with a
+    SourceLocation (page+bbox, sheet+cell, line, XPath or JSON pointer) and evidence objects.
+    Re-ingesting the same input changes nothing. A path that cannot be read is reported and the others still ingest
     (exit 2). Defects are findings, not failures: exit 0 unless --strict.
     """
     from ingest import ingest_paths
@@ -162,7 +165,9 @@ def ingest(paths: tuple[Path, ...], schema_dir: Path | None, no_schema: bool, st
     else:
         click.echo(f"records:    {report.records}")
         click.echo("components: " + (", ".join(f"{k} {v}" for k, v in report.components.items()) or "0"))
-        click.echo(f"files held: {report.files}")
+        click.echo(f"files held: {report.files} ({', '.join(f'{k} {v}' for k, v in report.formats.items()) or 'none parsed'})")
+        click.echo(f"facts:      {report.facts} located facts ({report.pages} PDF pages, {report.cells} cells)")
+        click.echo("evidence:   " + (", ".join(f"{k} {v}" for k, v in report.evidence.items()) or "none"))
         click.echo("defects:    " + (", ".join(f"{k} {v}" for k, v in report.defects.items()) or "none"))
         click.echo(f"graph:      {report.graph['nodes_created']} nodes and "
                    f"{report.graph['relationships_created']} relationships created")

@@ -1,0 +1,41 @@
+"""The mapping from archive items to evidence objects: the one place its rules are written.
+
+Granularity: one `Evidence` per subcollection (a folder of a record: its data files are what an agent
+receives when it asks for that object) and one per root-level data file. Checksum sidecars are
+integrity metadata of their targets, never evidence of their own. Each Evidence is `EVIDENCED_BY` its
+component and `LOCATED_AT` the facts that define it (the component's entry in the record file).
+Canonical id: `ev:<record identifier>/<path>`.
+
+Kind, first rule that matches (path, title, media type and parsed format, case-insensitive):
+
+1. `calibration` in the path or title -> `calibration_artifact` (AM Bench ships calibration data as its
+   own split, e.g. `calibration data.zip`, `calibration_data/...`).
+2. the parsed format is an NC program, a STEP model or a PrintTracker build log -> `process_record`.
+3. a readme, licence, submission template, notebook or a PDF/text document -> `source_document`.
+4. build information by name (build/process/g-code in the path or title) -> `process_record`.
+5. everything else (measurement results, answers, images, thermocouple exports) -> `characterization`.
+"""
+
+from __future__ import annotations
+
+import re
+
+DOC_RE = re.compile(r"readme|licen[cs]e|template|\.ipynb$|\.pdf$|\.txt$|\.md$", re.I)
+PROCESS_RE = re.compile(r"build|process|g-code|gcode|\.eia$|\.step$|\.stp$|printtracker", re.I)
+PROCESS_FORMATS = {"nc", "step", "printtracker_xlsx"}
+
+
+def evidence_kind(path: str, title: str | None, media_type: str | None, fmt: str | None,
+                  is_folder: bool = False) -> tuple[str, str]:
+    """(kind, the rule that decided it)."""
+    text = f"{path} {title or ''}"
+    if "calibration" in text.lower():
+        return "calibration_artifact", "calibration"
+    if fmt in PROCESS_FORMATS:
+        return "process_record", "process_format"
+    if not is_folder and (DOC_RE.search(path) or (media_type or "").startswith(("text/plain", "application/pdf"))
+                          and not path.lower().endswith(".csv")):
+        return "source_document", "document"
+    if PROCESS_RE.search(text):
+        return "process_record", "process"
+    return "characterization", "default"

@@ -1,0 +1,102 @@
+"""Machine programs and CAD headers: NC/EIA/G-code (line-located commands and parameters) and the HEADER
+section of ISO 10303-21 (STEP) files. Plain text files get one fact per non-empty line."""
+
+from __future__ import annotations
+
+import re
+
+from ingest.parsers.model import Fact, FileDefect, Parsed, Role
+from ingest.parsers.sniff import decode_text
+from ingest.parsers.tabular import split_unit
+
+COMMENT_RE = re.compile(r"\(([^()]*)\)")
+PARAM_RE = re.compile(r"^\s*/?\d*\s*#(?P<var>\d+)\s*=\s*(?P<value>-?[\d.]+)")
+WORD_RE = re.compile(r"(?<![A-Z#])([GMTFSXYZIJKRPQHDE])(-?\d+(?:\.\d*)?)")
+
+
+def _lines(data: bytes) -> list[str]:
+    return decode_text(data).splitlines()
+
+
+def parse_nc(data: bytes) -> Parsed:
+    """Every line with a command or parameter becomes a fact; `#901=3025. (E: LASER POWER [W])` becomes
+    the parameter `LASER POWER` = 3025 W, so later steps can cite the exact program line."""
+    parsed = Parsed(format="nc", role=Role.PROCESS_RECORD)
+    commands: dict[str, int] = {}
+    params = []
+    for n, line in enumerate(_lines(data), start=1):
+        if not line.strip():
+            continue
+        comments = COMMENT_RE.findall(line)
+        code = COMMENT_RE.sub(" ", line)
+        words = [f"{a}{b}" for a, b in WORD_RE.findall(code.upper())]
+        for w in words:
+            if w[0] in "GM":
+                key = w[0] + str(int(float(w[1:]))) if w[1:].replace(".", "").lstrip("-").isdigit() else w
+                commands[key] = commands.get(key, 0) + 1
+        name = unit = None
+        value: object = None
+        if m := PARAM_RE.match(line):
+            value = float(m.group("value"))
+            label = comments[0].split(":", 1)[-1].strip() if comments else f"#{m.group('var')}"
+            name, unit = split_unit(label)
+            params.append({"variable": f"#{m.group('var')}", "name": name, "value": value, "unit": unit, "line": n})
+        elif not words and not comments:
+            continue
+        parsed.facts.append(Fact("line", f"L{n}", line, name, unit, value, Role.PROCESS_RECORD,
+                                 {"line": n, "words": words, "comment": " ".join(c.strip() for c in comments) or None}))
+    first_comment = next((f.extra["comment"] for f in parsed.facts if f.extra.get("comment")), None)
+    parsed.summary = {"program": first_comment, "lines": len(_lines(data)), "parameters": params,
+                      "command_counts": dict(sorted(commands.items()))}
+    return parsed
+
+
+HEADER_ENTITY_RE = re.compile(r"^\s*(FILE_DESCRIPTION|FILE_NAME|FILE_SCHEMA)\s*\(", re.M)
+
+
+def parse_step(data: bytes) -> Parsed:
+    parsed = Parsed(format="step", role=Role.PROCESS_RECORD)
+    lines = _lines(data)
+    try:
+        start = next(i for i, ln in enumerate(lines) if ln.strip() == "HEADER;")
+        end = next(i for i in range(start, len(lines)) if lines[i].strip() == "ENDSEC;")
+    except StopIteration:
+        parsed.defects.append(FileDefect("step.header", "no HEADER; ... ENDSEC; section (not ISO 10303-21?)"))
+        return parsed
+    entity_start = None
+    buffer: list[str] = []
+    header: dict[str, list[str]] = {}
+    for i in range(start + 1, end):
+        line = lines[i]
+        if HEADER_ENTITY_RE.match(line):
+            entity_start, buffer = i, []
+        if entity_start is None:
+            continue
+        buffer.append(line.strip())
+        if line.rstrip().endswith(";"):
+            text = " ".join(buffer)
+            name = text.split("(", 1)[0].strip()
+            values = re.findall(r"'((?:[^']|'')*)'", text)
+            header[name] = values
+            span = "\n".join(lines[entity_start : i + 1])
+            parsed.facts.append(Fact("step_header", f"L{entity_start + 1}-L{i + 1}", span, name.lower(), None,
+                                     values, Role.PROCESS_RECORD, {"line": entity_start + 1, "end_line": i + 1}))
+            entity_start = None
+    fn = header.get("FILE_NAME", [])
+    parsed.summary = {
+        "description": header.get("FILE_DESCRIPTION", [None])[0], "file_name": fn[0] if fn else None,
+        "timestamp": fn[1] if len(fn) > 1 else None,
+        "preprocessor": fn[-3] if len(fn) >= 3 else None, "originating_system": fn[-2] if len(fn) >= 2 else None,
+        "schema": header.get("FILE_SCHEMA", [None])[0],
+        "data_entities": sum(1 for ln in lines[end:] if ln.lstrip().startswith("#")),
+    }
+    return parsed
+
+
+def parse_text(data: bytes, role: Role = Role.SOURCE_DOCUMENT) -> Parsed:
+    parsed = Parsed(format="text", role=role)
+    for n, line in enumerate(_lines(data), start=1):
+        if line.strip():
+            parsed.facts.append(Fact("line", f"L{n}", line, role=role, extra={"line": n}))
+    parsed.summary = {"lines": len(_lines(data))}
+    return parsed
