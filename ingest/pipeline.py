@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -138,6 +139,8 @@ def _builders(path: Path, validated: bool) -> list[tuple[str, RecordBuilder]]:
     if path.is_dir():
         if (path / NERDM_FILENAME).exists():
             return [("nerdm", open_record(path, validated))]
+        if not any(f for _, _, files in os.walk(path) for f in files):
+            raise InputError("folder is empty: no nerdm.json and no files to ingest", path=str(path))
         return [("folder", FolderBuilder(path))]
     try:
         head = path.read_bytes()[:1 << 20]

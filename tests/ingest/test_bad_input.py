@@ -69,7 +69,7 @@ def test_missing_path_and_folder_without_record(graph: Graph, tmp_path: Path) ->
     report = ingest_paths([tmp_path / "nope", tmp_path / "empty"], graph)
     assert [(e.path, e.message) for e in report.errors] == [
         (str(tmp_path / "nope"), "path does not exist"),
-        (str(tmp_path / "empty"), "folder holds no nerdm.json (expected a NERDm record folder)"),
+        (str(tmp_path / "empty"), "folder is empty: no nerdm.json and no files to ingest"),
     ]
 
 
