@@ -1,9 +1,12 @@
 """Ingest benchmark: graph elements written per second, seconds and peak memory.
 
-Cases: the real record mds2-4103 (552 components) and generated NERDm records of 10k and 100k
-components (half DataFiles, half their .sha256 sidecars, in 100 subcollections; every 50th sidecar
-disagrees with its target so the defect path is exercised). Each case runs in a fresh subprocess
-against an emptied graph so peak RSS is per case. Needs a running Neo4j (NEO4J_URI or `voe db up`).
+Cases: the real record mds2-4103 (552 components); generated NERDm records of 10k and 100k components
+(half DataFiles, half their .sha256 sidecars, in 100 subcollections; every 50th sidecar disagrees with its
+target so the defect path is exercised); a generated 40-page PDF (pages/s through the PDF parser); the
+real spreadsheets of the AM Bench 2025 template (cells/s through the workbook parsers); and the whole
+shared archive set end to end (every record folder, the template folder and the FACTS catalog in one
+call). Each case runs in a fresh subprocess against an emptied graph so peak RSS is per case. Needs a
+running Neo4j (NEO4J_URI or `voe db up`).
 
     python bench/ingest.py [--sizes 10000,100000] [--json]
 
@@ -71,16 +74,67 @@ def _peak_rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
+def make_pdf(folder: Path, pages: int = 40) -> Path:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "report.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4, invariant=1)
+    for p in range(pages):
+        c.setFont("Helvetica", 10)
+        for line in range(50):
+            c.drawString(60, 800 - 15 * line, f"page {p + 1} line {line + 1}: specimen S{line:02d} stress {400 + line} MPa")
+        c.showPage()
+    c.save()
+    return folder
+
+
+def pdf_case(folder: Path) -> dict[str, object]:
+    from ingest.parsers.pdf import parse_pdf
+
+    t0 = time.perf_counter()
+    parsed = parse_pdf(folder / "report.pdf")
+    seconds = time.perf_counter() - t0
+    return {"case": "pdf-40-pages", "pages": parsed.pages, "facts": len(parsed.facts), "seconds": round(seconds, 2),
+            "pages_per_s": round(parsed.pages / seconds, 1), "peak_rss_mib_python": round(_peak_rss_kib() / 1024, 1)}
+
+
+def sheets_case() -> dict[str, object]:
+    from ingest.documents import parse_file
+
+    files = sorted((SHARED / "amb2025-template").rglob("*.xlsx"))
+    t0 = time.perf_counter()
+    cells = sum((parse_file(f, f.name) or _empty()).cells for f in files)
+    seconds = time.perf_counter() - t0
+    return {"case": "xlsx-template", "files": len(files), "cells": cells, "seconds": round(seconds, 2),
+            "cells_per_s": round(cells / seconds), "peak_rss_mib_python": round(_peak_rss_kib() / 1024, 1)}
+
+
+def _empty():  # type: ignore[no-untyped-def]
+    from ingest.parsers.model import Parsed, Role
+
+    return Parsed(format="none", role=Role.METADATA)
+
+
 def run_case(path: Path) -> dict[str, object]:
     sys.path.insert(0, str(REPO))
+    if path.name == "pdf-bench":
+        return pdf_case(path)
+    if path.name == "xlsx-template":
+        return sheets_case()
     from ingest import ingest_paths
     from voe.graph import Graph
 
+    paths = [path]
+    if path.name == "all-shared":
+        paths = [SHARED / d for d in ("mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template")]
+        paths.append(SHARED / "FACTS.md")
     with Graph() as graph:
         graph.verify()
         graph.clear()
         t0 = time.perf_counter()
-        report = ingest_paths([path], graph)
+        report = ingest_paths(paths, graph)
         seconds = time.perf_counter() - t0
         counts = graph.counts()
     peak_kib = _peak_rss_kib()
@@ -107,6 +161,7 @@ def main() -> None:
           file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         cases = [SHARED / "mds2-4103"] + [generate(Path(tmp) / f"bench-{n}", n) for n in map(int, args.sizes.split(","))]
+        cases += [make_pdf(Path(tmp) / "pdf-bench"), Path(tmp) / "xlsx-template", Path(tmp) / "all-shared"]
         results = []
         for case in cases:
             out = subprocess.run([sys.executable, __file__, "--case", str(case)], capture_output=True, text=True,
@@ -115,13 +170,20 @@ def main() -> None:
             results.append(result)
             if args.json:
                 print(json.dumps(result))
+            elif "pages_per_s" in result:
+                print(f"{result['case']:>14}: {result['pages']} pages, {result['facts']} located lines in "
+                      f"{result['seconds']} s = {result['pages_per_s']} pages/s, peak RSS {result['peak_rss_mib_python']} MiB")
+            elif "cells_per_s" in result:
+                print(f"{result['case']:>14}: {result['files']} workbooks, {result['cells']} cells in {result['seconds']} s "
+                      f"= {result['cells_per_s']} cells/s, peak RSS {result['peak_rss_mib_python']} MiB")
             else:
                 print(f"{result['case']:>14}: {result['components']:>7} components, {result['elements']:>8} elements "
                       f"in {result['seconds']:>7.2f} s = {result['elements_per_s']:>7} elements/s "
                       f"({result['us_per_element']} us/element), peak RSS (voe process) {result['peak_rss_mib_python']} MiB")
-        if len(results) >= 3 and not args.json:
-            ratio = results[-1]["us_per_element"] / results[-2]["us_per_element"]  # type: ignore[operator]
-            print(f"per-element cost, largest vs second largest: {ratio:.2f}x")
+        scaled = [r for r in results if str(r["case"]).startswith("bench-")]
+        if len(scaled) >= 2 and not args.json:
+            ratio = scaled[-1]["us_per_element"] / scaled[-2]["us_per_element"]  # type: ignore[operator]
+            print(f"per-element cost, {scaled[-1]['case']} vs {scaled[-2]['case']}: {ratio:.2f}x")
 
 
 if __name__ == "__main__":

@@ -384,6 +384,8 @@ class RecordBuilder:
     # -- evidence objects ---------------------------------------------------------------------
     def _evidence(self, parsed: list[tuple[int, NerdmComponent, str]]) -> None:
         """One Evidence per subcollection and per root-level data file (rules in ingest/evidence.py)."""
+        direct_files: Counter[str] = Counter(
+            posixpath.dirname(c.filepath.rstrip("/")) for _, c, _ in parsed if c.filepath and c.kind is Label.DATA_FILE)
         for i, comp, cid in parsed:
             if not comp.filepath or comp.kind not in (Label.SUBCOLLECTION, Label.DATA_FILE):
                 continue
@@ -392,12 +394,10 @@ class RecordBuilder:
             info = self._doc_info.get(cid)
             kind, rule = evidence_kind(comp.filepath, comp.title, comp.mediaType, info[1].format if info else None,
                                        is_folder=comp.kind is Label.SUBCOLLECTION)
-            prefix = comp.filepath.rstrip("/") + "/"
-            members = [c for c in parsed if c[1].filepath and c[1].filepath.startswith(prefix)
-                       and "/" not in c[1].filepath[len(prefix):] and c[1].kind is Label.DATA_FILE]
+            members = direct_files[comp.filepath.rstrip("/")] if comp.kind is Label.SUBCOLLECTION else 0
             self.add_evidence(comp.filepath, kind, rule, comp.title or comp.filepath, cid,
                               [self.location(f"/components/{i}", self.doc["components"][i])],
-                              provenance=self.provenance, members=len(members))
+                              provenance=self.provenance, members=members)
 
     def add_evidence(self, filepath: str, kind: str, rule: str, title: str, component: str, locations: list[str],
                      provenance: str, members: int = 0) -> str:
