@@ -49,12 +49,6 @@ class CatalogBuilder(RecordBuilder):
         self._stamp_parts = [RULESET_VERSION.encode(), b"catalog", local.sha256.encode(), ark.encode()]
         self._locations, self._files, self._doc_info, self._file_rows, self._by_nerdm_id = set(), set(), {}, {}, {}
 
-        class _Header:
-            pass
-
-        self.header = _Header()  # type: ignore[assignment]
-        self.header.ark = ark
-
     def line_location(self, n: int) -> str:
         text = self.lines[n - 1]
         loc = ids.location_id(self.local.sha256, f"L{n}")

@@ -42,11 +42,6 @@ class FolderBuilder(RecordBuilder):
         self._file_rows = {}
         self._by_nerdm_id = {}
 
-        class _Header:  # evidence ids use header.ark
-            ark = self.ark
-
-        self.header = _Header()  # type: ignore[assignment]
-
     def build(self) -> RecordGraph:
         arch = ids.archive_id("local")
         self.g.nodes.append(NodeRow(arch, (Label.ARCHIVE,), {"host": "local", "name": "Local files"}))

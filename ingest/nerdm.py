@@ -185,6 +185,7 @@ class RecordBuilder:
             ptr = "/" + "/".join(escape_pointer_token(p) for p in first["loc"])
             raise InputError(f"NERDm header field is unusable: {first['msg']}", path=str(record_file),
                              pointer=ptr) from exc
+        self.ark = self.header.ark
         self.rec_id = ids.record_id(self.header.ark, self.header.version)
         self.g = RecordGraph(self.rec_id, self.header.ark, self.header.version, self.header.title, record_file)
         self._stamp_parts: list[bytes] = [RULESET_VERSION.encode(), self.file_sha.encode()]
@@ -401,10 +402,10 @@ class RecordBuilder:
 
     def add_evidence(self, filepath: str, kind: str, rule: str, title: str, component: str, locations: list[str],
                      provenance: str, members: int = 0) -> str:
-        eid = ids.evidence_id(self.header.ark, filepath)
+        eid = ids.evidence_id(self.ark, filepath)
         self.g.nodes.append(NodeRow(eid, (Label.EVIDENCE,), self._owned({
             "canonical_id": eid, "kind": kind, "kind_rule": rule, "title": title, "filepath": filepath,
-            "record_ark": self.header.ark, "provenance": provenance, "members": members,
+            "record_ark": self.ark, "provenance": provenance, "members": members,
         })))
         self.g.edges.append(EdgeRow(Rel.EVIDENCED_BY, eid, Label.EVIDENCE, component, Label.COMPONENT))
         for loc in locations:

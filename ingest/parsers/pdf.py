@@ -1,4 +1,4 @@
-"""PDFs (pdfplumber): text lines with page and bounding box, and table cells. A page without a text layer
+"""PDFs (pdfplumber): text lines and words with page and bounding box, and table cells. A page without a text layer
 cannot be checked by a machine: it is a defect, never an empty success."""
 
 from __future__ import annotations
@@ -66,6 +66,10 @@ def parse_pdf(path: Path, role: Role = Role.SOURCE_DOCUMENT) -> Parsed:
             for i, line in enumerate(lines, start=1):
                 bbox = outer_bbox(line["x0"], line["top"], line["x1"], line["bottom"])
                 parsed.facts.append(Fact("pdf_line", f"p{n}:l{i}", line["text"], role=role,
+                                         extra={"page": n, "bbox": list(bbox)}))
+            for i, word in enumerate(page.extract_words(), start=1):
+                bbox = outer_bbox(word["x0"], word["top"], word["x1"], word["bottom"])
+                parsed.facts.append(Fact("pdf_word", f"p{n}:w{i}", word["text"], role=role,
                                          extra={"page": n, "bbox": list(bbox)}))
             for t, table in enumerate(page.find_tables(), start=1):
                 tables += 1

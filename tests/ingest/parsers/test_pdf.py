@@ -45,6 +45,8 @@ def test_lines_have_page_and_bbox_and_re_extract_to_the_same_text(tmp_path: Path
     parsed = parse_pdf(path)
     lines = [f for f in parsed.facts if f.kind == "pdf_line"]
     assert lines[0].text == "AM Bench 2025 fatigue readme" and lines[0].extra["page"] == 1
+    words = [f.text for f in parsed.facts if f.kind == "pdf_word"]
+    assert words[:5] == ["AM", "Bench", "2025", "fatigue", "readme"]
     with pdfplumber.open(path) as pdf:
         for fact in parsed.facts:
             page = pdf.pages[fact.extra["page"] - 1]

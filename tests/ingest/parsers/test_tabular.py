@@ -105,3 +105,14 @@ def test_real_printtracker_events_and_laser_power_checks(archives: Path) -> None
     first = parsed.summary["events"][0]
     assert first == {"program": "NIST_Bench_Section1_Part1", "iterator": 2, "event": "door opened to fix camera",
                      "cell": "BuildInfo!C4"}
+
+
+def test_broken_workbook_is_a_defect_naming_it(tmp_path: Path) -> None:
+    import zipfile
+
+    path = tmp_path / "broken.xlsx"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("xl/workbook.xml", "<not really a workbook")
+    parsed = parse_file(path, "broken.xlsx")
+    assert parsed is not None and [d.rule for d in parsed.defects] == ["xlsx.read"]
+    assert "workbook cannot be opened" in parsed.defects[0].detail
