@@ -10,10 +10,19 @@ Kind, first rule that matches (path, title, media type and parsed format, case-i
 
 1. `calibration` in the path or title -> `calibration_artifact` (AM Bench ships calibration data as its
    own split, e.g. `calibration data.zip`, `calibration_data/...`).
-2. the parsed format is an NC program, a STEP model or a PrintTracker build log -> `process_record`.
-3. a readme, licence, submission template, notebook or a PDF/text document -> `source_document`.
-4. build information by name (build/process/g-code in the path or title) -> `process_record`.
-5. everything else (measurement results, answers, images, thermocouple exports) -> `characterization`.
+2. a thermocouple logger export -> `calibration_artifact`: AM Bench hands in-situ temperature histories
+   to modellers as calibration data for thermal models (AMB2025-05 bead prints).
+3. the parsed format is an NC program, a STEP model or a PrintTracker build log -> `process_record`.
+4. a readme, licence, submission template, notebook or a PDF/text document -> `source_document`.
+5. build information by name (build/process/g-code in the path or title) -> `process_record`.
+6. everything else (measurement results, answers, images, thermocouple exports) -> `characterization`.
+
+References: each entry of a NERDm record's `references` (a related dataset, a challenge description) is
+an Evidence with `provenance: "referenced"` and no EVIDENCED_BY: the archive names it but holds no
+acquisition path, so a request for it answers `unavailable`. Kind: a dataset whose title or address
+says calibration -> `calibration_artifact`; another dataset -> `characterization`; anything else
+(papers, descriptions) -> `source_document`. Reconstructed catalog entries (FACTS.md) are likewise
+`available: false`: they describe NIST bytes we do not hold.
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ def evidence_kind(path: str, title: str | None, media_type: str | None, fmt: str
     text = f"{path} {title or ''}"
     if "calibration" in text.lower():
         return "calibration_artifact", "calibration"
+    if fmt == "thermocouple_xlsx":
+        return "calibration_artifact", "thermocouple"
     if fmt in PROCESS_FORMATS:
         return "process_record", "process_format"
     if not is_folder and (DOC_RE.search(path) or (media_type or "").startswith(("text/plain", "application/pdf"))
@@ -39,3 +50,12 @@ def evidence_kind(path: str, title: str | None, media_type: str | None, fmt: str
     if PROCESS_RE.search(text):
         return "process_record", "process"
     return "characterization", "default"
+
+
+def reference_kind(target: str, title: object, types: list[str]) -> tuple[str, str]:
+    text = f"{target} {title or ''}".lower()
+    if any(t.endswith("Dataset") for t in types):
+        if "calibration" in text:
+            return "calibration_artifact", "reference_calibration"
+        return "characterization", "reference_dataset"
+    return "source_document", "reference_document"

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ingest import ids, media_types
 from ingest.defects import RULES, DefectKind
 from ingest.documents import parse_file
-from ingest.evidence import evidence_kind
+from ingest.evidence import evidence_kind, reference_kind
 from ingest.files import LocalBytes, canonical_json, escape_pointer_token, hash_file, list_files, span_sha256
 from ingest.nerdm_schema import NerdmSchemas, Violation
 from ingest.parsers.model import Fact, Parsed
@@ -30,7 +30,7 @@ from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ontology import Label, Rel
 
-RULESET_VERSION = "nerdm-2"  # part of the ingest stamp: changing a rule re-stamps (and re-checks) records
+RULESET_VERSION = "nerdm-4"  # part of the ingest stamp: changing a rule re-stamps (and re-checks) records
 NERDM_FILENAME = "nerdm.json"
 
 
@@ -282,6 +282,7 @@ class RecordBuilder:
         for i, comp, cid in parsed:
             self._component(i, comp, cid, folders, by_nerdm_id)
         self._evidence(parsed)
+        self._references()
 
         # 64 bits of the input hash: plenty to tell two versions of a record apart, and short strings keep
         # the property store (written for every node and edge of the record) small.
@@ -400,12 +401,35 @@ class RecordBuilder:
                               [self.location(f"/components/{i}", self.doc["components"][i])],
                               provenance=self.provenance, members=members)
 
+    def _references(self) -> None:
+        """Each entry of the record's `references` names an object the archive does not hold: an Evidence
+        with no EVIDENCED_BY (no acquisition path), located at the reference in the record file."""
+        refs = self.doc.get("references")
+        if not isinstance(refs, list):
+            return
+        for i, ref in enumerate(refs):
+            if not isinstance(ref, dict) or not isinstance(ref.get("location") or ref.get("@id"), str):
+                continue
+            target = str(ref.get("location") or ref.get("@id"))
+            types = [t for t in ref.get("@type", []) if isinstance(t, str)] if isinstance(ref.get("@type"), list) else []
+            kind, rule = reference_kind(target, ref.get("title"), types)
+            eid = ids.evidence_id(self.ark, f"references/{i}")
+            loc = self.location(f"/references/{i}", ref)
+            self.g.nodes.append(NodeRow(eid, (Label.EVIDENCE,), self._owned({
+                "canonical_id": eid, "kind": kind, "kind_rule": rule, "title": str(ref.get("title") or target),
+                "filepath": None, "target": target, "ref_type": ref.get("refType"), "record_ark": self.ark,
+                "provenance": "referenced", "available": False,
+            })))
+            self.g.edges.append(EdgeRow(Rel.LOCATED_AT, eid, Label.EVIDENCE, loc, Label.SOURCE_LOCATION))
+            self.g.evidence[kind] += 1
+
     def add_evidence(self, filepath: str, kind: str, rule: str, title: str, component: str, locations: list[str],
                      provenance: str, members: int = 0) -> str:
         eid = ids.evidence_id(self.ark, filepath)
         self.g.nodes.append(NodeRow(eid, (Label.EVIDENCE,), self._owned({
             "canonical_id": eid, "kind": kind, "kind_rule": rule, "title": title, "filepath": filepath,
             "record_ark": self.ark, "provenance": provenance, "members": members,
+            "available": provenance != "reconstructed",
         })))
         self.g.edges.append(EdgeRow(Rel.EVIDENCED_BY, eid, Label.EVIDENCE, component, Label.COMPONENT))
         for loc in locations:

@@ -217,6 +217,126 @@ def fetch(record: str, into: Path, include: tuple[str, ...], max_bytes: int | No
     sys.exit(1 if report.failed else 0)
 
 
+# ---------------------------------------------------------------------------------------- compile
+@cli.command("compile")
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Folder for the task package (tasks, evidence, answers, manifest, schema).")
+@click.option("--archive", "archives", multiple=True, type=click.Path(path_type=Path),
+              help="Ingest this path first (repeatable); without it the graph is taken as it stands.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def compile_cmd(out: Path, archives: tuple[Path, ...], as_json: bool) -> None:
+    """Compile realized-only decision tasks from the graph into a versioned task package.
+
+    Decision moments come from one Cypher query per family (cypher/compiler/); each becomes a
+    task whose menu holds only evidence the archive really has (or answers `unavailable`).
+    Policy-visible tasks and verifier-only answers go to separate files; the content hash is
+    the same every time the same graph is compiled.
+    """
+    from compiler.package import compile_package
+    from ingest import ingest_paths
+    from voe.graph import Graph
+
+    with Graph() as graph:
+        graph.verify()
+        if archives:
+            report = ingest_paths(list(archives), graph, progress=_progress(not as_json))
+            if report.errors:
+                for err in report.errors:
+                    click.echo(f"error: {err.path}: {err.message}", err=True)
+                sys.exit(2)
+        summary = compile_package(graph, out)
+    if as_json:
+        _emit_json(summary.model_dump())
+    else:
+        click.echo(f"{summary.tasks} tasks in {summary.workflows} workflows "
+                   f"({', '.join(f'{k} {v}' for k, v in summary.families.items())})")
+        click.echo(f"{summary.evidence_entries} evidence entries over {summary.canonical_evidence} canonical evidence ids")
+        click.echo(f"content hash {summary.content_hash} -> {summary.out}")
+
+
+# ---------------------------------------------------------------------------------------- run / score / report
+@cli.command("run")
+@click.argument("package", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--policy", required=True,
+              type=click.Choice(["reference", "request_everything", "submit_all", "refuse_all", "random"]),
+              help="The baseline to run through the replay environment.")
+@click.option("--passes", default=1, show_default=True, type=click.IntRange(1), help="Replicate passes over every task.")
+@click.option("--seed", default=0, show_default=True, help="Seed for the random policy (per task and pass).")
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Run folder: steps.jsonl, trajectories.jsonl, run.json.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run info as JSON.")
+def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, as_json: bool) -> None:
+    """Run a baseline policy over every task of a package through the seven-action replay environment.
+
+    One JSON line per step (steps.jsonl) and one summary per trajectory (trajectories.jsonl).
+    Only the reference policy reads the verifier-only answers.
+    """
+    from compiler.run import run_policy
+
+    info = run_policy(package, policy, passes, seed, out)
+    if as_json:
+        _emit_json(info.model_dump())
+    else:
+        click.echo(f"{info.run_id}: {info.trajectories} trajectories in {info.seconds} s -> {out}")
+
+
+@cli.command("score")
+@click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--compare", type=click.Path(path_type=Path, file_okay=False),
+              help="A second run on the same tasks: paired difference of validity.")
+@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
+def score_cmd(run_dir: Path, compare: Path | None, as_json: bool) -> None:
+    """Verify a run with the graph-query verifiers and print its metrics and codebook.
+
+    Trajectories are written to the graph (Run, Trajectory, Step) and checked by Cypher:
+    action class accepted, payload bound to pulled evidence, grounded.
+    """
+    from verifiers.metrics import paired
+    from verifiers.score import score_run
+    from voe.graph import Graph
+
+    with Graph() as graph:
+        graph.verify()
+        summary, scores = score_run(graph, run_dir)
+        if compare is not None:
+            other, other_scores = score_run(graph, compare)
+            summary["paired"] = {"against": other["policy"], **paired(scores, other_scores)}
+    if as_json:
+        _emit_json(summary)
+        return
+    egv = summary["evidence_grounded_valid"]
+    click.echo(f"{summary['policy']}: {summary['tasks']} tasks x {summary['passes']} passes")
+    click.echo(f"  evidence-grounded valid {egv['mean']:.3f} (95% CI {egv['ci95'][0]:.3f}-{egv['ci95'][1]:.3f}, "
+               f"{egv['count']} of {egv['n']})")
+    click.echo(f"  action valid {summary['action_valid']['mean']:.3f}, useful precision {summary['useful_precision']:.3f}, "
+               f"regret {summary['evidence_regret']:.2f}, cost score {summary['cost_score']:.3f}, "
+               f"over-submit {summary['over_submit']:.3f}")
+    for family, f in summary["by_family"].items():
+        click.echo(f"  {family:<24} {f['evidence_grounded_valid']['mean']:.3f} ({f['tasks']} tasks)")
+    click.echo("  codebook: " + ", ".join(f"{k} {v}" for k, v in summary["codebook"].items()))
+    if "paired" in summary:
+        p = summary["paired"]
+        click.echo(f"  paired vs {p['against']}: {p.get('mean_difference', 0):+.3f} over {p['tasks']} tasks")
+
+
+@cli.command("report")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Folder for report.md, report.html and the plots.")
+def report_cmd(runs: tuple[Path, ...], out: Path) -> None:
+    """Write a Markdown/HTML report for one or more scored runs: headline table with intervals,
+    per-family breakdown, failure codebook distribution and plots (PNG/SVG)."""
+    from verifiers.report import write_report
+    from verifiers.score import score_run
+    from voe.graph import Graph
+
+    with Graph() as graph:
+        graph.verify()
+        summaries = [score_run(graph, r)[0] for r in runs]
+    path = write_report(summaries, out)
+    click.echo(f"report written to {path}")
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False)

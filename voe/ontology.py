@@ -56,6 +56,9 @@ class Rel(StrEnum):
     BINDS = "BINDS"
     REQUESTED = "REQUESTED"
     TERMINATED_WITH = "TERMINATED_WITH"
+    HAS_STEP = "HAS_STEP"
+    ATTEMPTS = "ATTEMPTS"
+    IN_RUN = "IN_RUN"
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ def test_evidence_objects_and_their_kinds(graph: Graph, archives: Path) -> None:
                "RETURN e.filepath AS f, e.kind AS kind, e.canonical_id AS id, c.filepath AS c, count(l) AS locs")}
     assert ev["04/BuildInfo/NIST_Bench_S5_P1.eia"]["kind"] == "process_record"
     assert ev["04/BuildInfo/AMB_g-code.txt"]["kind"] == "process_record"  # by content, not by .txt
-    assert ev["05/Bead_Print_Temperature_Info/AMB2025-05-SB-1-Thermocouple.xlsx"]["kind"] == "characterization"
+    assert ev["05/Bead_Print_Temperature_Info/AMB2025-05-SB-1-Thermocouple.xlsx"]["kind"] == "calibration_artifact"
     assert ev["04/SubmissionTemplates/CHAL-AMB2025-04-RS01.csv"]["kind"] == "source_document"
     assert ev["4103_ReadMe.txt"]["kind"] == "source_document"
     assert ev["Cross_Sections/Micrographs"]["kind"] == "characterization"

@@ -1,0 +1,109 @@
+"""Task package models. `TaskView` and `EvidenceObject` are what a policy may see; `TaskAnswer` is
+verifier-only and lives in a separate file of the package."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Family(StrEnum):
+    SOURCE_INTEGRITY = "source_integrity"
+    MISSING_EVIDENCE = "missing_evidence"
+    CALIBRATION_SUFFICIENCY = "calibration_sufficiency"
+    PACKET_SUBMISSION = "packet_submission"
+    PACKET_ESCALATION = "packet_escalation"
+
+
+class Action(StrEnum):
+    REQUEST_CHARACTERIZATION = "request_characterization"
+    REQUEST_CALIBRATION_ARTIFACT = "request_calibration_artifact"
+    REQUEST_PROCESS_RECORD = "request_process_record"
+    FLAG_SOURCE_DEFECT = "flag_source_defect"
+    LOCALIZE_MISSING_EVIDENCE = "localize_missing_evidence"
+    SUBMIT_RISK_PACKET = "submit_risk_packet"
+    ABSTAIN_OR_ESCALATE = "abstain_or_escalate"
+
+
+REQUESTS = (Action.REQUEST_CHARACTERIZATION, Action.REQUEST_CALIBRATION_ARTIFACT, Action.REQUEST_PROCESS_RECORD)
+TERMINALS = (Action.FLAG_SOURCE_DEFECT, Action.LOCALIZE_MISSING_EVIDENCE, Action.SUBMIT_RISK_PACKET,
+             Action.ABSTAIN_OR_ESCALATE)
+REQUEST_FOR_KIND = {
+    "characterization": Action.REQUEST_CHARACTERIZATION,
+    "calibration_artifact": Action.REQUEST_CALIBRATION_ARTIFACT,
+    "process_record": Action.REQUEST_PROCESS_RECORD,
+    # there is no request action of its own for documents; they are asked for like characterization
+    "source_document": Action.REQUEST_CHARACTERIZATION,
+}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MenuEntry(Strict):
+    entry_id: str
+    evidence_id: str
+    kind: str
+    title: str
+    request_action: Action
+
+
+class TaskView(Strict):
+    """Policy-visible state: menu metadata only (ids, kinds, titles) and the framing."""
+
+    task_id: str
+    workflow_id: str
+    workflow_title: str
+    question: str
+    menu: list[MenuEntry]
+    actions: list[Action]
+    horizon: int
+
+
+class EvidenceObject(Strict):
+    """What a request returns: the archived object, or only `status: unavailable`."""
+
+    evidence_id: str
+    status: str  # archived | unavailable
+    kind: str | None = None
+    title: str | None = None
+    record: str | None = None
+    provenance: str | None = None
+    component: dict[str, Any] | None = None
+    defects: list[dict[str, Any]] = Field(default_factory=list)
+    locations: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ReferenceStep(Strict):
+    action: Action
+    evidence_id: str | None = None
+    payload: list[str] | None = None
+
+
+class TaskAnswer(Strict):
+    """Verifier-only: never shown to a policy."""
+
+    task_id: str
+    family: Family
+    moment_id: str
+    accepted_classes: list[Action]
+    binding: list[str]
+    needed: list[str]  # what the reference needs pulled to justify its class (the grounded check)
+    useful: list[str]  # decision-changing items (useful precision, evidence regret)
+    reference: list[ReferenceStep]
+    reference_class: Action
+    reference_payload: list[str]
+    source_facts: list[str]  # defect ids and other graph facts the moment was computed from
+
+
+class Manifest(BaseModel):
+    package_version: int = 1
+    compiler_version: str
+    content_hash: str
+    graph_hash: str
+    sources: list[dict[str, Any]]
+    counts: dict[str, Any]
+    files: dict[str, str]

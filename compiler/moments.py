@@ -1,0 +1,161 @@
+"""Decision moments -> realized-only tasks. Every candidate comes from a family query in cypher/compiler/;
+this module only arranges what those queries return (menus, framing, reference path). Nothing is invented:
+a menu entry whose evidence has no acquisition path answers `unavailable`."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.models import (
+    REQUEST_FOR_KIND,
+    REQUESTS,
+    TERMINALS,
+    Action,
+    EvidenceObject,
+    Family,
+    MenuEntry,
+    ReferenceStep,
+    TaskAnswer,
+    TaskView,
+)
+from voe.graph import Graph
+
+MENU_SIZE = 6
+MAX_COMPANIONS = 2
+
+
+def _h(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+@dataclass
+class Catalog:
+    objects: dict[str, EvidenceObject]
+    rows: dict[str, dict[str, Any]]
+    by_workflow: dict[str, list[str]]
+    workflows: dict[str, str]  # id -> title
+    workflow_of: dict[str, str]  # evidence id -> workflow id
+
+
+def workflow_key(row: dict[str, Any]) -> tuple[str, str]:
+    """A NERDm record is one workflow; a plain folder record is one workflow per top-level folder."""
+    if str(row["ark"]).startswith("folder:") and row.get("filepath") and "/" in row["filepath"]:
+        top = row["filepath"].split("/", 1)[0]
+        return f"wf:{row['ark']}/{top}", f"{row['record_title']} / {top}"
+    return f"wf:{row['ark']}", str(row["record_title"])
+
+
+def load_catalog(graph: Graph) -> Catalog:
+    objects: dict[str, EvidenceObject] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    by_wf: dict[str, list[str]] = defaultdict(list)
+    titles: dict[str, str] = {}
+    wf_of: dict[str, str] = {}
+    for row in graph.query("compiler/evidence_catalog"):
+        eid = row["evidence_id"]
+        rows[eid] = row
+        wf, title = workflow_key(row)
+        titles[wf] = title
+        wf_of[eid] = wf
+        by_wf[wf].append(eid)
+        if row["available"]:
+            objects[eid] = EvidenceObject(
+                evidence_id=eid, status="archived", kind=row["kind"], title=row["title"], record=row["ark"],
+                provenance=row["provenance"],
+                component={k: row[k] for k in ("component_path", "media_type", "declared_size", "declared_sha256",
+                                               "held", "download_url")},
+                defects=sorted(({k: d[k] for k in ("kind", "detail", "subject")} for d in row["defects"]),
+                               key=lambda d: (d["kind"], d["subject"] or "", d["detail"])),
+                locations=sorted(row["locations"], key=lambda loc: (loc["path"] or "", loc["locator"] or "")),
+            )
+        else:
+            objects[eid] = EvidenceObject(evidence_id=eid, status="unavailable")
+    return Catalog(objects, rows, {k: sorted(v) for k, v in by_wf.items()}, titles, wf_of)
+
+
+@dataclass
+class Moment:
+    family: Family
+    key: str
+    workflow: str
+    subject: str  # what the framing names
+    binding: list[str]
+    needed: list[str]
+    useful: list[str]
+    reference_class: Action
+    reference_payload: list[str]
+    accepted: list[Action]
+    distractors_first: list[str]
+    facts: list[str]
+    pull: list[str]
+
+
+def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
+    out: list[Moment] = []
+
+    def title(evidence_id: str) -> str:
+        return str(cat.rows[evidence_id]["title"])
+
+    for r in graph.query("compiler/family_source_integrity"):
+        e = r["evidence_id"]
+        subject = r["subject"] or cat.rows[e]["filepath"]
+        if subject.endswith(".sha256"):
+            subject = subject[: -len(".sha256")]  # a sidecar's defect is a question about its target
+        out.append(Moment(Family.SOURCE_INTEGRITY, r["defect_id"], cat.workflow_of[e], f"{subject} (in {title(e)})",
+                          [e], [e], [e], Action.FLAG_SOURCE_DEFECT, [e], [Action.FLAG_SOURCE_DEFECT], [], [r["defect_id"]],
+                          [e]))
+    for r in graph.query("compiler/family_missing_evidence"):
+        m = r["evidence_id"]
+        companions = [c for c in r["companions"] if c in cat.rows][:MAX_COMPANIONS]
+        subject = ", ".join(title(c) for c in companions) if companions else title(m)
+        out.append(Moment(Family.MISSING_EVIDENCE, m, cat.workflow_of[m], subject, [*companions, m], [*companions, m],
+                          [*companions, m], Action.LOCALIZE_MISSING_EVIDENCE, [m], [Action.LOCALIZE_MISSING_EVIDENCE],
+                          [], [m], [*companions, m]))
+    for r in graph.query("compiler/family_calibration_sufficiency"):
+        t = r["evidence_id"]
+        binding = [*sorted(r["calibration"]), t]
+        out.append(Moment(Family.CALIBRATION_SUFFICIENCY, t, cat.workflow_of[t], title(t), binding, binding, binding,
+                          Action.SUBMIT_RISK_PACKET, binding, [Action.SUBMIT_RISK_PACKET], [], list(binding), binding))
+    for r in graph.query("compiler/family_packet_submission"):
+        t = r["evidence_id"]
+        notes = [n for n in r["notes"] if n in cat.rows]
+        out.append(Moment(Family.PACKET_SUBMISSION, t, cat.workflow_of[t], title(t), [t], [t], [t],
+                          Action.SUBMIT_RISK_PACKET, [t], [Action.SUBMIT_RISK_PACKET], notes, [t], [t]))
+    for r in graph.query("compiler/family_packet_escalation"):
+        bad, ok = r["evidence_id"], r["partner"]
+        out.append(Moment(Family.PACKET_ESCALATION, f"{bad}|{ok}", cat.workflow_of[bad], f"{title(bad)} and {title(ok)}",
+                          [bad, ok], [bad], [bad, ok], Action.ABSTAIN_OR_ESCALATE, [],
+                          [Action.ABSTAIN_OR_ESCALATE, Action.FLAG_SOURCE_DEFECT], [], [bad, ok], [bad, ok]))
+    return out
+
+
+QUESTION = (
+    "Workflow: {workflow}. A risk packet on {subject} is about to be assembled from this archive. Request the "
+    "evidence you need from the menu (each entry names its request action), then end with exactly one terminal "
+    "action: submit_risk_packet (payload: the evidence ids the packet rests on), flag_source_defect (payload: the "
+    "evidence ids with a provenance or checkability defect), localize_missing_evidence (payload: the evidence ids "
+    "the archive cannot provide), or abstain_or_escalate."
+)
+
+
+def materialize(m: Moment, cat: Catalog) -> tuple[TaskView, TaskAnswer]:
+    task_id = f"task:{m.family.value}:{_h(m.family.value, m.key)[:16]}"
+    pool = [e for e in cat.by_workflow[m.workflow] if e not in m.binding]
+    pool.sort(key=lambda e: (e not in m.distractors_first, _h(task_id, e)))
+    chosen = list(m.binding) + pool[: max(0, MENU_SIZE - len(m.binding))]
+    chosen.sort(key=lambda e: _h(task_id, "order", e))
+    menu = [MenuEntry(entry_id=f"E{i}", evidence_id=e, kind=cat.rows[e]["kind"], title=cat.rows[e]["title"],
+                      request_action=REQUEST_FOR_KIND[cat.rows[e]["kind"]]) for i, e in enumerate(chosen, start=1)]
+    view = TaskView(task_id=task_id, workflow_id=m.workflow, workflow_title=cat.workflows[m.workflow],
+                    question=QUESTION.format(workflow=cat.workflows[m.workflow], subject=m.subject), menu=menu,
+                    actions=[*REQUESTS, *TERMINALS], horizon=len(menu) + 3)
+    steps = [ReferenceStep(action=REQUEST_FOR_KIND[cat.rows[e]["kind"]], evidence_id=e) for e in m.pull]
+    steps.append(ReferenceStep(action=m.reference_class, payload=m.reference_payload))
+    answer = TaskAnswer(task_id=task_id, family=m.family, moment_id=f"moment:{_h(m.family.value, m.key)[:16]}",
+                        accepted_classes=m.accepted, binding=m.binding, needed=m.needed, useful=m.useful,
+                        reference=steps, reference_class=m.reference_class, reference_payload=m.reference_payload,
+                        source_facts=m.facts)
+    return view, answer

@@ -1,0 +1,122 @@
+"""`voe compile`: find moments, materialize tasks, store them in the graph, write a versioned package.
+
+Package layout (every file deterministic: sorted keys, sorted rows, no timestamps):
+  tasks.jsonl      policy-visible TaskView per line
+  evidence.jsonl   what each request returns (archived object or `unavailable`), policy-visible on request
+  answers.jsonl    verifier-only TaskAnswer per line (never given to a policy)
+  manifest.json    compiler version, graph hash, source records and versions, counts, file hashes
+  schema/*.json    JSON Schema of each file, generated from the pydantic models
+The content hash is sha256 over the three data files; compiling the same graph twice gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
+from compiler.moments import find_moments, load_catalog, materialize
+from voe import __version__
+from voe.graph import EdgeRow, Graph, NodeRow
+from voe.ontology import Label, Rel
+
+COMPILER_VERSION = f"voe-compiler/{__version__}"
+
+
+class CompileSummary(BaseModel):
+    tasks: int
+    workflows: int
+    families: dict[str, int]
+    evidence_entries: int
+    canonical_evidence: int
+    content_hash: str
+    graph_hash: str
+    out: str
+
+
+def _jsonl(models: list[Any]) -> bytes:
+    return b"".join(json.dumps(m.model_dump(mode="json"), sort_keys=True, ensure_ascii=False).encode() + b"\n"
+                    for m in models)
+
+
+def compile_package(graph: Graph, out: Path) -> CompileSummary:
+    cat = load_catalog(graph)
+    moments = find_moments(graph, cat)
+    pairs = sorted((materialize(m, cat) for m in moments), key=lambda p: p[0].task_id)
+    seen: set[str] = set()
+    views: list[TaskView] = []
+    answers: list[TaskAnswer] = []
+    for view, answer in pairs:
+        if view.task_id not in seen:  # two queries can reach the same moment; keep one
+            seen.add(view.task_id)
+            views.append(view)
+            answers.append(answer)
+    offered = sorted({e.evidence_id for v in views for e in v.menu})
+    evidence = [cat.objects[e] for e in offered]
+    records = graph.query("compiler/records")
+    graph_hash = hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
+
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"tasks.jsonl": _jsonl(views), "evidence.jsonl": _jsonl(evidence), "answers.jsonl": _jsonl(answers)}
+    content_hash = hashlib.sha256(b"".join(hashlib.sha256(files[n]).digest() for n in sorted(files))).hexdigest()
+    for name, data in files.items():
+        (out / name).write_bytes(data)
+    (out / "schema").mkdir(exist_ok=True)
+    for name, model in (("task", TaskView), ("evidence", EvidenceObject), ("answer", TaskAnswer), ("manifest", Manifest)):
+        (out / "schema" / f"{name}.schema.json").write_text(json.dumps(model.model_json_schema(), indent=2, sort_keys=True))
+    families = dict(sorted(Counter(a.family.value for a in answers).items()))
+    counts: dict[str, Any] = {"tasks": len(views), "workflows": len({v.workflow_id for v in views}), "families": families,
+              "evidence_entries": sum(len(v.menu) for v in views), "canonical_evidence": len(offered)}
+    manifest = Manifest(compiler_version=COMPILER_VERSION, content_hash=content_hash, graph_hash=graph_hash,
+                        sources=[{k: r[k] for k in ("ark", "version", "title", "provenance", "stamp")} for r in records],
+                        counts=counts, files={n: hashlib.sha256(d).hexdigest() for n, d in sorted(files.items())})
+    (out / "manifest.json").write_text(json.dumps(manifest.model_dump(), indent=2, sort_keys=True) + "\n")
+    _store(graph, views, answers, cat.workflows, content_hash)
+    return CompileSummary(tasks=len(views), workflows=counts["workflows"], families=families,
+                          evidence_entries=counts["evidence_entries"], canonical_evidence=len(offered),
+                          content_hash=content_hash, graph_hash=graph_hash, out=str(out))
+
+
+def _store(graph: Graph, views: list[TaskView], answers: list[TaskAnswer], workflows: dict[str, str],
+           package: str) -> None:
+    """Workflows, moments and tasks go into the graph too, so Browser shows what was compiled and the
+    verifiers can run as graph queries (BINDS is verifier-only; policies never read the graph)."""
+    nodes: list[NodeRow] = []
+    edges: list[EdgeRow] = []
+    used = {v.workflow_id for v in views}
+    for wf in sorted(used):
+        nodes.append(NodeRow(wf, (Label.WORKFLOW,), {"title": workflows[wf]}))
+    by_task = {a.task_id: a for a in answers}
+    for v in views:
+        a = by_task[v.task_id]
+        nodes.append(NodeRow(a.moment_id, (Label.DECISION_MOMENT,), {"family": a.family.value,
+                                                                      "source_facts": a.source_facts}))
+        nodes.append(NodeRow(v.task_id, (Label.TASK,), {
+            "family": a.family.value, "package": package, "accepted_classes": [c.value for c in a.accepted_classes],
+            "reference_class": a.reference_class.value, "needed": a.needed, "useful": a.useful, "horizon": v.horizon,
+            "question": v.question}))
+        edges += [EdgeRow(Rel.IN_WORKFLOW, a.moment_id, Label.DECISION_MOMENT, v.workflow_id, Label.WORKFLOW),
+                  EdgeRow(Rel.IN_WORKFLOW, v.task_id, Label.TASK, v.workflow_id, Label.WORKFLOW),
+                  EdgeRow(Rel.DERIVED_FROM, v.task_id, Label.TASK, a.moment_id, Label.DECISION_MOMENT)]
+        edges += [EdgeRow(Rel.OFFERS, v.task_id, Label.TASK, e.evidence_id, Label.EVIDENCE, {"entry_id": e.entry_id})
+                  for e in v.menu]
+        edges += [EdgeRow(Rel.BINDS, v.task_id, Label.TASK, e, Label.EVIDENCE) for e in a.binding]
+    with graph.writer() as w:
+        w.nodes(nodes)
+        w.edges(edges)
+
+
+def load_package(pkg: Path) -> tuple[list[TaskView], dict[str, EvidenceObject], dict[str, TaskAnswer], Manifest]:
+    def lines(name: str) -> list[dict[str, Any]]:
+        return [json.loads(x) for x in (pkg / name).read_text().splitlines() if x.strip()]
+
+    views = [TaskView.model_validate(x) for x in lines("tasks.jsonl")]
+    evidence = {x["evidence_id"]: EvidenceObject.model_validate(x) for x in lines("evidence.jsonl")}
+    answers = {x["task_id"]: TaskAnswer.model_validate(x) for x in lines("answers.jsonl")}
+    manifest = Manifest.model_validate_json((pkg / "manifest.json").read_text())
+    return views, evidence, answers, manifest

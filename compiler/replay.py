@@ -1,0 +1,136 @@
+"""The replay environment: `reset(task)` and `step(action)` over the seven actions, realized-only.
+
+A request returns the archived object from the package (or `unavailable`); nothing is generated. Plumbing
+outcomes are recorded as such: `parse_error` (not an action object), `off_menu` (an unknown action, an
+evidence id not on the menu, or the wrong request action for it), `duplicate` (an evidence already pulled;
+three in a row end the episode as `duplicate_loop`) and `horizon_exhausted`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from compiler.models import REQUESTS, TERMINALS, Action, EvidenceObject, TaskView
+
+DUPLICATE_LIMIT = 3
+
+
+class StepRecord(BaseModel):
+    trajectory_id: str
+    task_id: str
+    t: int
+    raw: Any
+    action: str | None = None
+    evidence_id: str | None = None
+    payload: list[str] | None = None
+    outcome: str  # revealed | unavailable | duplicate | parse_error | off_menu | terminal
+    observation: dict[str, Any] = Field(default_factory=dict)
+
+
+class TrajectorySummary(BaseModel):
+    trajectory_id: str
+    task_id: str
+    policy: str
+    pass_index: int
+    steps: int
+    requested: list[str]
+    terminal_class: str | None
+    payload: list[str]
+    end: str  # terminal | horizon_exhausted | duplicate_loop
+    plumbing: dict[str, int]
+
+
+class ReplayEnv:
+    def __init__(self, evidence: dict[str, EvidenceObject]) -> None:
+        self.evidence = evidence
+
+    def reset(self, task: TaskView, trajectory_id: str, policy: str = "", pass_index: int = 0) -> dict[str, Any]:
+        self.task = task
+        self.menu = {e.evidence_id: e for e in task.menu}
+        self.by_entry = {e.entry_id: e for e in task.menu}
+        self.tid = trajectory_id
+        self.t = 0
+        self.requested: list[str] = []
+        self.dup_run = 0
+        self.done = False
+        self.steps: list[StepRecord] = []
+        self.plumbing = {"parse_error": 0, "off_menu": 0, "duplicate": 0}
+        self.summary = TrajectorySummary(trajectory_id=trajectory_id, task_id=task.task_id, policy=policy,
+                                         pass_index=pass_index, steps=0, requested=[], terminal_class=None, payload=[],
+                                         end="running", plumbing=self.plumbing)
+        return task.model_dump(mode="json")
+
+    def _record(self, raw: Any, outcome: str, **kw: Any) -> StepRecord:
+        rec = StepRecord(trajectory_id=self.tid, task_id=self.task.task_id, t=self.t, raw=raw, outcome=outcome, **kw)
+        self.steps.append(rec)
+        self.t += 1
+        return rec
+
+    def step(self, raw: Any) -> tuple[StepRecord, bool]:
+        if self.done:
+            raise RuntimeError("episode is over; call reset()")
+        action = raw
+        if isinstance(raw, str):
+            try:
+                action = json.loads(raw)
+            except json.JSONDecodeError:
+                action = None
+        if not isinstance(action, dict) or not isinstance(action.get("action"), str):
+            self.plumbing["parse_error"] += 1
+            self.dup_run = 0
+            return self._finish_if_horizon(self._record(raw, "parse_error"))
+        name = action["action"]
+        if name in {a.value for a in REQUESTS}:
+            ref = action.get("evidence_id")
+            entry = self.menu.get(ref) if isinstance(ref, str) else None
+            entry = entry or (self.by_entry.get(ref) if isinstance(ref, str) else None)
+            if entry is None or entry.request_action.value != name:
+                self.plumbing["off_menu"] += 1
+                self.dup_run = 0
+                return self._finish_if_horizon(self._record(raw, "off_menu", action=name,
+                                                            evidence_id=ref if isinstance(ref, str) else None))
+            eid = entry.evidence_id
+            if eid in self.requested:
+                self.plumbing["duplicate"] += 1
+                self.dup_run += 1
+                rec = self._record(raw, "duplicate", action=name, evidence_id=eid)
+                if self.dup_run >= DUPLICATE_LIMIT:
+                    return rec, self._end("duplicate_loop")
+                return self._finish_if_horizon(rec)
+            self.dup_run = 0
+            self.requested.append(eid)
+            obj = self.evidence.get(eid) or EvidenceObject(evidence_id=eid, status="unavailable")
+            outcome = "revealed" if obj.status == "archived" else "unavailable"
+            return self._finish_if_horizon(self._record(raw, outcome, action=name, evidence_id=eid,
+                                                        observation=obj.model_dump(mode="json")))
+        if name in {a.value for a in TERMINALS}:
+            payload = action.get("payload", [])
+            if payload is None:
+                payload = []
+            if not isinstance(payload, list) or not all(isinstance(p, str) for p in payload):
+                self.plumbing["parse_error"] += 1
+                return self._finish_if_horizon(self._record(raw, "parse_error", action=name))
+            resolved = [self.by_entry[p].evidence_id if p in self.by_entry else p for p in payload]
+            if name == Action.ABSTAIN_OR_ESCALATE:
+                resolved = []
+            rec = self._record(raw, "terminal", action=name, payload=resolved)
+            self.summary.terminal_class, self.summary.payload = name, resolved
+            return rec, self._end("terminal")
+        self.plumbing["off_menu"] += 1
+        self.dup_run = 0
+        return self._finish_if_horizon(self._record(raw, "off_menu", action=name))
+
+    def _finish_if_horizon(self, rec: StepRecord) -> tuple[StepRecord, bool]:
+        if self.t >= self.task.horizon:
+            return rec, self._end("horizon_exhausted")
+        return rec, False
+
+    def _end(self, how: str) -> bool:
+        self.done = True
+        self.summary.end = how
+        self.summary.steps = self.t
+        self.summary.requested = list(self.requested)
+        return True

@@ -1,0 +1,76 @@
+"""`voe run`: a policy through the replay environment over every task of a package, N passes.
+
+Writes RUN/steps.jsonl (one line per trajectory step), RUN/trajectories.jsonl (one summary per
+trajectory) and RUN/run.json. Only the reference policy is handed the verifier-only answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from compiler.package import load_package
+from compiler.policies import POLICIES
+from compiler.replay import ReplayEnv, TrajectorySummary
+from voe.errors import UsageError
+
+
+class RunInfo(BaseModel):
+    run_id: str
+    policy: str
+    passes: int
+    seed: int
+    package: str
+    content_hash: str
+    tasks: int
+    trajectories: int
+    seconds: float
+
+
+def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path) -> RunInfo:
+    if policy not in POLICIES:
+        raise UsageError(f"unknown policy {policy!r}; choose from {', '.join(POLICIES)}")
+    views, evidence, answers, manifest = load_package(pkg)
+    act = POLICIES[policy]
+    env = ReplayEnv(evidence)
+    run_id = f"run:{policy}:{manifest.content_hash[:12]}:s{seed}:p{passes}"
+    started = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    summaries: list[TrajectorySummary] = []
+    with (out / "steps.jsonl").open("w") as steps_fh:
+        for p in range(passes):
+            for view in views:
+                tid = f"{run_id}/{view.task_id}/{p}"
+                rng = random.Random(int(hashlib.sha256(f"{seed}|{view.task_id}|{p}".encode()).hexdigest()[:16], 16))
+                env.reset(view, tid, policy, p)
+                history: list[dict[str, Any]] = []
+                done = False
+                while not done:
+                    # The answer is passed to every policy function, but only `reference` reads it.
+                    rec, done = env.step(act(view, answers[view.task_id] if policy == "reference" else _NO_ANSWER,
+                                             history, rng))
+                    history.append(rec.model_dump(mode="json"))
+                    steps_fh.write(json.dumps(rec.model_dump(mode="json"), sort_keys=True) + "\n")
+                summaries.append(env.summary.model_copy(deep=True))
+    (out / "trajectories.jsonl").write_text("".join(json.dumps(s.model_dump(), sort_keys=True) + "\n" for s in summaries))
+    info = RunInfo(run_id=run_id, policy=policy, passes=passes, seed=seed, package=str(pkg),
+                   content_hash=manifest.content_hash, tasks=len(views), trajectories=len(summaries),
+                   seconds=round(time.perf_counter() - started, 3))
+    (out / "run.json").write_text(json.dumps(info.model_dump(), indent=2, sort_keys=True) + "\n")
+    return info
+
+
+class _Hidden:
+    """Stands in for the answer given to non-reference policies: any attribute access is a bug."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"policies other than reference may not read answer.{name}")
+
+
+_NO_ANSWER: Any = _Hidden()

@@ -1,0 +1,85 @@
+"""`voe report`: the headline table, per-family breakdown, codebook distribution and plots for runs."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from verifiers.metrics import CODEBOOK
+
+
+def _fmt(rate: dict[str, Any]) -> str:
+    lo, hi = rate["ci95"]
+    return f"{rate['mean']:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def write_report(summaries: list[dict[str, Any]], out: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    head = ["policy", "tasks x passes", "evidence-grounded valid (95% CI)", "action valid", "useful precision",
+            "evidence regret", "cost score", "over-submit"]
+    rows = [[s["policy"], f"{s['tasks']} x {s['passes']}", _fmt(s["evidence_grounded_valid"]),
+             f"{s['action_valid']['mean']:.3f}", f"{s['useful_precision']:.3f}", f"{s['evidence_regret']:.2f}",
+             f"{s['cost_score']:.3f}", f"{s['over_submit']:.3f}"] for s in summaries]
+    families = sorted({f for s in summaries for f in s["by_family"]})
+    fam_head = ["family", *[s["policy"] for s in summaries]]
+    fam_rows = [[f, *[(_fmt(s["by_family"][f]["evidence_grounded_valid"]) if f in s["by_family"] else "-")
+                      for s in summaries]] for f in families]
+    code_head = ["label", *[s["policy"] for s in summaries]]
+    code_rows = [[c, *[str(s["codebook"].get(c, 0)) for s in summaries]] for c in CODEBOOK]
+
+    def md(h: list[str], r: list[list[str]]) -> str:
+        return "\n".join(["| " + " | ".join(h) + " |", "|" + "---|" * len(h)] + ["| " + " | ".join(x) + " |" for x in r])
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    names = [s["policy"] for s in summaries]
+    means = [s["evidence_grounded_valid"]["mean"] for s in summaries]
+    errs = [[m - s["evidence_grounded_valid"]["ci95"][0] for m, s in zip(means, summaries, strict=True)],
+            [s["evidence_grounded_valid"]["ci95"][1] - m for m, s in zip(means, summaries, strict=True)]]
+    ax.bar(names, means, yerr=errs, capsize=4, color="#4a7ab5")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("evidence-grounded valid")
+    ax.tick_params(axis="x", rotation=20)
+    fig.tight_layout()
+    fig.savefig(out / "validity.png", dpi=120)
+    fig.savefig(out / "validity.svg")
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / max(1, len(summaries))
+    for i, s in enumerate(summaries):
+        vals = [s["by_family"].get(f, {}).get("evidence_grounded_valid", {}).get("mean", 0.0) for f in families]
+        ax.bar([j + i * width for j in range(len(families))], vals, width=width, label=s["policy"])
+    ax.set_xticks([j + width * (len(summaries) - 1) / 2 for j in range(len(families))], families, rotation=20)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("evidence-grounded valid")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "by_family.png", dpi=120)
+    plt.close(fig)
+
+    text = "\n\n".join([
+        "# voe run report", "## Headline", md(head, rows), "## By family (evidence-grounded valid, 95% CI)",
+        md(fam_head, fam_rows), "## Failure codebook (trajectories per label)", md(code_head, code_rows),
+        "![validity](validity.png)\n\n![by family](by_family.png)",
+        "Definitions: `verifiers/metrics.py`. Intervals: Student-t over passes (Wilson for one pass).", ""])
+    (out / "report.md").write_text(text)
+
+    def table(h: list[str], r: list[list[str]]) -> str:
+        cells = "".join(f"<th>{html.escape(x)}</th>" for x in h)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in r)
+        return f"<table border=1 cellpadding=4><tr>{cells}</tr>{body}</table>"
+
+    (out / "report.html").write_text(
+        "<!doctype html><meta charset=utf-8><title>voe run report</title><h1>voe run report</h1>"
+        f"<h2>Headline</h2>{table(head, rows)}<h2>By family</h2>{table(fam_head, fam_rows)}"
+        f"<h2>Failure codebook</h2>{table(code_head, code_rows)}"
+        "<p><img src=validity.png> <img src=by_family.png></p>")
+    (out / "summaries.json").write_text(json.dumps(summaries, indent=2) + "\n")
+    return out / "report.md"

@@ -1,0 +1,31 @@
+"""`voe score`: verify a run in the graph and compute its metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from compiler.package import load_package
+from verifiers.graph_verify import read_jsonl, verify_run
+from verifiers.metrics import TrajectoryScore, score_trajectory, summarize
+from voe.errors import InputError
+from voe.graph import Graph
+
+
+def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[TrajectoryScore]]:
+    if not (run_dir / "run.json").is_file():
+        raise InputError("not a run folder (no run.json); create one with `voe run`", path=str(run_dir))
+    info = json.loads((run_dir / "run.json").read_text())
+    views, _, answers, manifest = load_package(Path(info["package"]))
+    if manifest.content_hash != info["content_hash"]:
+        raise InputError("the package changed since this run (content hash differs); re-run it", path=info["package"])
+    horizons = {v.task_id: v.horizon for v in views}
+    verdicts = {v.trajectory_id: v for v in verify_run(graph, run_dir)}
+    scores = [score_trajectory(tr, verdicts[tr["trajectory_id"]], answers[tr["task_id"]], horizons[tr["task_id"]])
+              for tr in read_jsonl(run_dir / "trajectories.jsonl")]
+    summary = summarize(scores, info["policy"], info["passes"])
+    summary["run_id"] = info["run_id"]
+    (run_dir / "scores.jsonl").write_text("".join(json.dumps(s.model_dump()) + "\n" for s in scores))
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary, scores
