@@ -142,7 +142,8 @@ QUESTION = (
 
 
 def materialize(m: Moment, cat: Catalog) -> tuple[TaskView, TaskAnswer]:
-    task_id = f"task:{m.family.value}:{_h(m.family.value, m.key)[:16]}"
+    # The id must not name the family: that is a variant label, which never reaches a policy.
+    task_id = f"task:{_h(m.family.value, m.key)[:16]}"
     pool = [e for e in cat.by_workflow[m.workflow] if e not in m.binding]
     pool.sort(key=lambda e: (e not in m.distractors_first, _h(task_id, e)))
     chosen = list(m.binding) + pool[: max(0, MENU_SIZE - len(m.binding))]

@@ -133,4 +133,5 @@ class ReplayEnv:
         self.summary.end = how
         self.summary.steps = self.t
         self.summary.requested = list(self.requested)
+        self.summary.plumbing = dict(self.plumbing)
         return True

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from compiler.package import load_package
-from compiler.policies import POLICIES
+from compiler.policies import POLICIES, Policy
 from compiler.replay import ReplayEnv, TrajectorySummary
 from voe.errors import UsageError
 
@@ -33,11 +33,12 @@ class RunInfo(BaseModel):
     seconds: float
 
 
-def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path) -> RunInfo:
-    if policy not in POLICIES:
+def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy_fn: Policy | None = None) -> RunInfo:
+    """Run `policy` (a baseline name; or any name with `policy_fn`, e.g. an agent or a scripted test policy)."""
+    if policy_fn is None and policy not in POLICIES:
         raise UsageError(f"unknown policy {policy!r}; choose from {', '.join(POLICIES)}")
     views, evidence, answers, manifest = load_package(pkg)
-    act = POLICIES[policy]
+    act = policy_fn or POLICIES[policy]
     env = ReplayEnv(evidence)
     run_id = f"run:{policy}:{manifest.content_hash[:12]}:s{seed}:p{passes}"
     started = time.perf_counter()

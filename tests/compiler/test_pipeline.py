@@ -1,0 +1,199 @@
+"""compile -> run (all five baselines, 3 passes) -> score -> report, against the real Neo4j and the shared
+archives; leakage over every task; Cypher and Python verdicts agree on every trajectory."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compiler.models import TaskAnswer, TaskView
+from compiler.package import compile_package, load_package
+from compiler.run import run_policy
+from ingest import ingest_paths
+from verifiers.graph_verify import read_jsonl, verify_run
+from verifiers.score import score_run
+from voe.graph import Graph
+
+SOURCES = ["mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template", "FACTS.md"]
+BASELINES = ["reference", "request_everything", "submit_all", "refuse_all", "random"]
+VERIFIER_ONLY = {"family", "binding", "needed", "useful", "reference", "reference_class", "reference_payload",
+                 "accepted_classes", "moment_id", "source_facts", "gold", "label", "variant", "answer", "split",
+                 "is_useful", "usefulness"}
+
+
+@pytest.fixture(scope="module")
+def compiled(_session_graph: Graph, archives: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    graph = _session_graph
+    graph.clear()
+    graph.apply_schema()
+    report = ingest_paths([archives / s for s in SOURCES], graph)
+    assert report.errors == []
+    root = tmp_path_factory.mktemp("pipeline")
+    summary = compile_package(graph, root / "pkg")
+    runs = {}
+    for policy in BASELINES:
+        run_policy(root / "pkg", policy, 3, 11, root / policy)
+        runs[policy] = score_run(graph, root / policy)
+    yield {"graph": graph, "root": root, "summary": summary, "runs": runs}
+
+
+def test_package_reaches_the_release_size(compiled: dict[str, Any]) -> None:
+    s = compiled["summary"]
+    assert s.tasks >= 100 and s.workflows >= 3
+    assert set(s.families) == {"source_integrity", "missing_evidence", "calibration_sufficiency", "packet_submission",
+                               "packet_escalation"} and all(v > 0 for v in s.families.values())
+    pkg = compiled["root"] / "pkg"
+    views, evidence, answers, manifest = load_package(pkg)
+    assert len(views) == len(answers) == s.tasks and manifest.content_hash == s.content_hash
+    assert s.evidence_entries == sum(len(v.menu) for v in views)
+    assert s.canonical_evidence == len({e.evidence_id for v in views for e in v.menu}) == len(evidence)
+    assert {src["ark"] for src in manifest.sources} >= {"ark:/88434/mds2-4103", "ark:/88434/mds2-2525"}
+    for name in ("task", "evidence", "answer", "manifest"):
+        assert json.loads((pkg / "schema" / f"{name}.schema.json").read_text())["type"] == "object"
+
+
+def test_compiling_twice_gives_identical_bytes(compiled: dict[str, Any]) -> None:
+    again = compile_package(compiled["graph"], compiled["root"] / "pkg2")
+    assert again.content_hash == compiled["summary"].content_hash
+    for name in ("tasks.jsonl", "evidence.jsonl", "answers.jsonl", "manifest.json"):
+        assert (compiled["root"] / "pkg2" / name).read_bytes() == (compiled["root"] / "pkg" / name).read_bytes()
+
+
+def _keys(obj: Any) -> set[str]:
+    if isinstance(obj, dict):
+        return set(obj) | {k for v in obj.values() for k in _keys(v)}
+    if isinstance(obj, list):
+        return {k for v in obj for k in _keys(v)}
+    return set()
+
+
+def test_no_verifier_only_field_reaches_a_policy(compiled: dict[str, Any]) -> None:
+    pkg = compiled["root"] / "pkg"
+    tasks = [json.loads(x) for x in (pkg / "tasks.jsonl").read_text().splitlines()]
+    answers = {a["task_id"]: TaskAnswer.model_validate(a)
+               for a in (json.loads(x) for x in (pkg / "answers.jsonl").read_text().splitlines())}
+    families = {a.family.value for a in answers.values()}
+    for task in tasks:
+        TaskView.model_validate(task)  # extra="forbid": nothing beyond the declared policy-visible fields
+        assert not (_keys(task) & VERIFIER_ONLY), task["task_id"]
+        text = json.dumps(task)
+        for action in task["actions"]:  # `localize_missing_evidence` is an action name, not a family label
+            text = text.replace(action, "")
+        assert not any(f in text for f in families), f"{task['task_id']} names its family"
+        answer = answers[task["task_id"]]
+        assert answer.moment_id not in text
+        assert not any(f in text for f in answer.source_facts if f.startswith("defect:"))  # the answer key
+    for obj in (json.loads(x) for x in (pkg / "evidence.jsonl").read_text().splitlines()):
+        assert not (_keys(obj) & VERIFIER_ONLY)
+
+
+def test_requests_return_only_what_the_archive_holds(compiled: dict[str, Any]) -> None:
+    graph: Graph = compiled["graph"]
+    _, evidence, _, _ = load_package(compiled["root"] / "pkg")
+    with graph._driver.session() as s:  # noqa: SLF001 - the test inspects the graph directly
+        held = {r["id"]: r.data() for r in s.run(
+            "MATCH (e:Evidence) OPTIONAL MATCH (e)-[:EVIDENCED_BY]->(c:Component) "
+            "OPTIONAL MATCH (e)-[:LOCATED_AT]->(l:SourceLocation) "
+            "RETURN e.id AS id, e.available AS available, c.filepath AS path, "
+            "collect(coalesce(l.locator, l.pointer)) AS locators")}
+    for eid, obj in evidence.items():
+        row = held[eid]
+        if obj.status == "unavailable":
+            assert obj.model_dump(exclude_defaults=True) == {"evidence_id": eid, "status": "unavailable"}
+            assert row["available"] is False or row["path"] is None
+        else:
+            assert row["available"] is not False and obj.component and obj.component["component_path"] == row["path"]
+            assert {loc["locator"] for loc in obj.locations} <= set(row["locators"])
+
+
+def test_release_gate(compiled: dict[str, Any]) -> None:
+    runs = compiled["runs"]
+    tasks = compiled["summary"].tasks
+    valid = {p: runs[p][0]["evidence_grounded_valid"]["count"] / 3 for p in BASELINES}
+    assert valid["reference"] == tasks
+    for p in BASELINES[1:]:
+        assert valid[p] <= tasks * 0.4, (p, valid[p])
+    # null policies: blanket submission and blanket refusal never pull evidence, so nothing they do is grounded
+    assert valid["submit_all"] == 0 and valid["refuse_all"] == 0
+    # request_everything only ever submits: it can pass submission tasks and nothing else
+    by_family = runs["request_everything"][0]["by_family"]
+    for family in ("source_integrity", "missing_evidence", "packet_escalation"):
+        assert by_family[family]["evidence_grounded_valid"]["count"] == 0
+
+
+def _python_verdict(tr: dict[str, Any], answer: TaskAnswer) -> tuple[bool, bool, bool]:
+    pulled = set(tr["requested"])
+    action_valid = tr["terminal_class"] is not None and tr["terminal_class"] in answer.accepted_classes
+    bound = tr["terminal_class"] is not None and set(tr["payload"]) <= pulled
+    grounded = set(answer.needed) <= pulled
+    return action_valid, bound, grounded
+
+
+def test_cypher_and_python_verdicts_agree_everywhere(compiled: dict[str, Any]) -> None:
+    _, _, answers, _ = load_package(compiled["root"] / "pkg")
+    checked = 0
+    for policy in BASELINES:
+        run_dir = compiled["root"] / policy
+        verdicts = {v.trajectory_id: v for v in verify_run(compiled["graph"], run_dir)}
+        for tr in read_jsonl(run_dir / "trajectories.jsonl"):
+            v = verdicts[tr["trajectory_id"]]
+            assert (v.action_valid, v.payload_bound, v.grounded) == _python_verdict(tr, answers[tr["task_id"]])
+            checked += 1
+    assert checked == 5 * 3 * compiled["summary"].tasks
+
+
+def test_bad_actions_get_their_outcome_and_label(compiled: dict[str, Any]) -> None:
+    root = compiled["root"]
+    views, _, answers, _ = load_package(root / "pkg")
+    target = next(v for v in views if answers[v.task_id].reference_class.value == "submit_risk_packet")
+    never_pulled = target.menu[0].evidence_id
+    scripts = {
+        "parse": ["{not json", {"action": "abstain_or_escalate"}],
+        "off_menu": [{"action": "request_characterization", "evidence_id": "ev:not/on/the/menu"},
+                     {"action": "abstain_or_escalate"}],
+        "ungrounded": [{"action": "submit_risk_packet", "payload": [never_pulled]}],
+    }
+    labels = {}
+    for name, script in scripts.items():
+        def scripted(view: TaskView, answer: Any, history: list[dict[str, Any]], rng: Any, s: list = script) -> Any:
+            return s[len(history)] if len(history) < len(s) else {"action": "abstain_or_escalate"}
+
+        run_policy(root / "pkg", f"scripted-{name}", 1, 0, root / f"bad-{name}", policy_fn=scripted)
+        summary, scores = score_run(compiled["graph"], root / f"bad-{name}")
+        labels[name] = next(s.label for s in scores if s.task_id == target.task_id)
+        steps = read_jsonl(root / f"bad-{name}" / "steps.jsonl")
+        first = next(s for s in steps if s["task_id"] == target.task_id)
+        if name == "parse":
+            assert first["outcome"] == "parse_error"
+        if name == "off_menu":
+            assert first["outcome"] == "off_menu" and first["evidence_id"] == "ev:not/on/the/menu"
+    assert labels == {"parse": "parse_error", "off_menu": "off_menu", "ungrounded": "payload_grounding_error"}
+
+
+def test_score_json_and_report(compiled: dict[str, Any], cli_env: dict[str, str]) -> None:
+    root = compiled["root"]
+    proc = subprocess.run([sys.executable, "-m", "voe", "score", str(root / "random"), "--compare", str(root / "reference"),
+                           "--json"], capture_output=True, text=True, env=cli_env)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    for key in ("policy", "tasks", "passes", "evidence_grounded_valid", "action_valid", "useful_precision",
+                "evidence_regret", "cost_score", "over_submit", "by_family", "codebook"):
+        assert key in out
+    egv = out["evidence_grounded_valid"]
+    assert 0 <= egv["ci95"][0] <= egv["mean"] <= egv["ci95"][1] <= 1 and egv["count"] <= egv["n"]
+    assert all(0 <= out[k] <= 1 for k in ("useful_precision", "cost_score", "over_submit"))
+    assert out["paired"]["mean_difference"] < 0
+    ref = compiled["runs"]["reference"][0]
+    assert ref["cost_score"] == 1.0 and ref["codebook"] == {"reference_path": 3 * compiled["summary"].tasks}
+    proc = subprocess.run([sys.executable, "-m", "voe", "report", *(str(root / p) for p in BASELINES), "--out",
+                           str(root / "report")], capture_output=True, text=True, env=cli_env)
+    assert proc.returncode == 0, proc.stderr
+    md = (root / "report" / "report.md").read_text()
+    assert "| reference | " in md and "source_integrity" in md and "over_abstain" in md
+    assert (root / "report" / "validity.png").stat().st_size > 1000
