@@ -51,11 +51,17 @@ def compile_package(graph: Graph, out: Path) -> CompileSummary:
     seen: set[str] = set()
     views: list[TaskView] = []
     answers: list[TaskAnswer] = []
+    rejected: dict[str, list[str]] = {}
     for view, answer in pairs:
-        if view.task_id not in seen:  # two queries can reach the same moment; keep one
-            seen.add(view.task_id)
-            views.append(view)
-            answers.append(answer)
+        if view.task_id in seen:  # two queries can reach the same moment; keep one
+            continue
+        seen.add(view.task_id)
+        failures = admission_failures(view, answer, set(cat.rows))
+        if failures:
+            rejected[view.task_id] = failures
+            continue
+        views.append(view)
+        answers.append(answer)
     offered = sorted({e.evidence_id for v in views for e in v.menu})
     evidence = [cat.objects[e] for e in offered]
     records = graph.query("compiler/records")
@@ -70,7 +76,8 @@ def compile_package(graph: Graph, out: Path) -> CompileSummary:
     for name, model in (("task", TaskView), ("evidence", EvidenceObject), ("answer", TaskAnswer), ("manifest", Manifest)):
         (out / "schema" / f"{name}.schema.json").write_text(json.dumps(model.model_json_schema(), indent=2, sort_keys=True))
     families = dict(sorted(Counter(a.family.value for a in answers).items()))
-    counts: dict[str, Any] = {"tasks": len(views), "workflows": len({v.workflow_id for v in views}), "families": families,
+    counts: dict[str, Any] = {"rejected": len(rejected), "tasks": len(views),
+                              "workflows": len({v.workflow_id for v in views}), "families": families,
               "evidence_entries": sum(len(v.menu) for v in views), "canonical_evidence": len(offered)}
     manifest = Manifest(compiler_version=COMPILER_VERSION, content_hash=content_hash, graph_hash=graph_hash,
                         sources=[{k: r[k] for k in ("ark", "version", "title", "provenance", "stamp")} for r in records],
@@ -80,6 +87,29 @@ def compile_package(graph: Graph, out: Path) -> CompileSummary:
     return CompileSummary(tasks=len(views), workflows=counts["workflows"], families=families,
                           evidence_entries=counts["evidence_entries"], canonical_evidence=len(offered),
                           content_hash=content_hash, graph_hash=graph_hash, out=str(out))
+
+
+VERIFIER_ONLY_KEYS = frozenset(TaskAnswer.model_fields) - {"task_id"}
+
+
+def admission_failures(view: TaskView, answer: TaskAnswer, known: set[str]) -> list[str]:
+    """The deterministic filters of DESIGN §7 (the LLM judge comes after them); empty means admitted."""
+    failures = []
+    menu = {e.evidence_id for e in view.menu}
+    if leaked := VERIFIER_ONLY_KEYS & set(view.model_dump()):
+        failures.append(f"selects verifier-only fields {sorted(leaked)}")
+    if unknown := menu - known:
+        failures.append(f"offers evidence refs that do not exist {sorted(unknown)}")
+    if not set(answer.binding) <= menu:
+        failures.append("binds evidence that is not on its menu")
+    pulls = [s.evidence_id for s in answer.reference if s.evidence_id]
+    if not set(pulls) <= menu or not set(answer.reference_payload) <= set(pulls):
+        failures.append("the reference path does not match the episode (pulls off the menu, or binds unpulled evidence)")
+    if answer.reference_class not in answer.accepted_classes or not set(answer.needed) <= set(pulls):
+        failures.append("the verifier does not match the episode (reference class not accepted, or not grounded)")
+    if any(f.startswith("defect:") and f in view.model_dump_json() for f in answer.source_facts):
+        failures.append("a forbidden answer artifact (a defect id) is visible to the policy")
+    return failures
 
 
 def _store(graph: Graph, views: list[TaskView], answers: list[TaskAnswer], workflows: dict[str, str],
@@ -99,7 +129,9 @@ def _store(graph: Graph, views: list[TaskView], answers: list[TaskAnswer], workf
         nodes.append(NodeRow(v.task_id, (Label.TASK,), {
             "family": a.family.value, "package": package, "accepted_classes": [c.value for c in a.accepted_classes],
             "reference_class": a.reference_class.value, "needed": a.needed, "useful": a.useful, "horizon": v.horizon,
-            "question": v.question}))
+            "question": v.question, "admitted": True,
+            "admission": "deterministic filters passed: no verifier-only field, evidence refs exist, reference path "
+                         "and verifier match the episode, no answer artifact visible"}))
         edges += [EdgeRow(Rel.IN_WORKFLOW, a.moment_id, Label.DECISION_MOMENT, v.workflow_id, Label.WORKFLOW),
                   EdgeRow(Rel.IN_WORKFLOW, v.task_id, Label.TASK, v.workflow_id, Label.WORKFLOW),
                   EdgeRow(Rel.DERIVED_FROM, v.task_id, Label.TASK, a.moment_id, Label.DECISION_MOMENT)]

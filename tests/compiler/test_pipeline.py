@@ -197,3 +197,17 @@ def test_score_json_and_report(compiled: dict[str, Any], cli_env: dict[str, str]
     md = (root / "report" / "report.md").read_text()
     assert "| reference | " in md and "source_integrity" in md and "over_abstain" in md
     assert (root / "report" / "validity.png").stat().st_size > 1000
+
+
+def test_admission_filters_reject_what_they_name(compiled: dict[str, Any]) -> None:
+    from compiler.package import admission_failures
+
+    views, _, answers, _ = load_package(compiled["root"] / "pkg")
+    view, answer = views[0], answers[views[0].task_id]
+    known = {e.evidence_id for v in views for e in v.menu}
+    assert admission_failures(view, answer, known) == []
+    bad_menu = view.model_copy(update={"menu": [*view.menu[1:], view.menu[0].model_copy(update={"evidence_id": "ev:x"})]})
+    assert any("do not exist" in f for f in admission_failures(bad_menu, answer, known))
+    lazy = answer.model_copy(update={"needed": [*answer.needed, "ev:never-pulled"]})
+    assert any("verifier does not match" in f for f in admission_failures(view, lazy, known))
+    assert compiled["summary"].model_dump()["tasks"] == len(views)
