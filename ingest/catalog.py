@@ -15,7 +15,7 @@ from pathlib import Path
 from ingest import ids
 from ingest.evidence import evidence_kind
 from ingest.files import LocalBytes
-from ingest.nerdm import RULESET_VERSION, RecordBuilder, RecordGraph, _stamp
+from ingest.nerdm import RecordBuilder, RecordGraph, _stamp
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ontology import Label, Rel
@@ -43,11 +43,10 @@ class CatalogBuilder(RecordBuilder):
         self.lines, self.start, self.end = lines, start, end
         heading = lines[start].lstrip("# ").strip()
         # A version mentioned as "plausible, unconfirmed" is not a version: the id says only "reconstructed".
-        self.ark, self.doi, self.title = ark, doi, heading
-        self.rec_id = ids.record_id(ark, "reconstructed")
-        self.g = RecordGraph(self.rec_id, ark, None, heading, path)
-        self._stamp_parts = [RULESET_VERSION.encode(), b"catalog", local.sha256.encode(), ark.encode()]
-        self._locations, self._files, self._doc_info, self._file_rows, self._by_nerdm_id = set(), set(), {}, {}, {}
+        self.doi, self.title = doi, heading
+        self._by_nerdm_id = {}
+        self._start(ark, ids.record_id(ark, "reconstructed"), None, heading,
+                    [b"catalog", local.sha256.encode(), ark.encode()])
 
     def line_location(self, n: int) -> str:
         text = self.lines[n - 1]

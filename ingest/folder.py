@@ -16,7 +16,7 @@ from typing import Any
 from ingest import ids
 from ingest.evidence import evidence_kind
 from ingest.files import LocalBytes, hash_file
-from ingest.nerdm import RULESET_VERSION, RecordBuilder, RecordGraph
+from ingest.nerdm import RecordBuilder, RecordGraph
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ontology import Label, Rel
@@ -31,16 +31,9 @@ class FolderBuilder(RecordBuilder):
         self.doc = {}
         self.validated = True
         self.provenance = "local_files"
-        name = root.resolve().name
-        self.ark = f"folder:{name}"
-        self.rec_id = ids.record_id(self.ark, None)
-        self.g = RecordGraph(self.rec_id, self.ark, None, name, root)
-        self._stamp_parts = [RULESET_VERSION.encode(), b"folder"]
-        self._locations = set()
-        self._files = set()
-        self._doc_info = {}
-        self._file_rows = {}
         self._by_nerdm_id = {}
+        name = root.resolve().name
+        self._start(f"folder:{name}", ids.record_id(f"folder:{name}", None), None, name, [b"folder"])
 
     def build(self) -> RecordGraph:
         arch = ids.archive_id("local")

@@ -185,16 +185,21 @@ class RecordBuilder:
             ptr = "/" + "/".join(escape_pointer_token(p) for p in first["loc"])
             raise InputError(f"NERDm header field is unusable: {first['msg']}", path=str(record_file),
                              pointer=ptr) from exc
-        self.ark = self.header.ark
-        self.rec_id = ids.record_id(self.header.ark, self.header.version)
-        self.g = RecordGraph(self.rec_id, self.header.ark, self.header.version, self.header.title, record_file)
-        self._stamp_parts: list[bytes] = [RULESET_VERSION.encode(), self.file_sha.encode()]
+        self._start(self.header.ark, ids.record_id(self.header.ark, self.header.version), self.header.version,
+                    self.header.title, [self.file_sha.encode()])
+        self._present = list_files(self.root)
+        self._dirs = _subdirs(self.root)
+
+    def _start(self, ark: str, rec_id: str, version: str | None, title: str | None, stamp_seed: list[bytes]) -> None:
+        """The state every builder (NERDm, plain folder, facts catalog) collects into."""
+        self.ark = ark
+        self.rec_id = rec_id
+        self.g = RecordGraph(rec_id, ark, version, title, self.record_file)
+        self._stamp_parts: list[bytes] = [RULESET_VERSION.encode(), *stamp_seed]
         self._locations: set[str] = set()
         self._files: set[str] = set()
         self._doc_info: dict[str, tuple[str, Parsed]] = {}
         self._file_rows: dict[str, NodeRow] = {}
-        self._present = list_files(self.root)
-        self._dirs = _subdirs(self.root)
 
     # -- primitives ----------------------------------------------------------------------------
     def _owned(self, props: dict[str, Any]) -> dict[str, Any]:
