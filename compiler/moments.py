@@ -104,31 +104,45 @@ def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
         subject = r["subject"] or cat.rows[e]["filepath"]
         if subject.endswith(".sha256"):
             subject = subject[: -len(".sha256")]  # a sidecar's defect is a question about its target
-        out.append(Moment(Family.SOURCE_INTEGRITY, r["defect_id"], cat.workflow_of[e], f"{subject} (in {title(e)})",
-                          [e], [e], [e], Action.FLAG_SOURCE_DEFECT, [e], [Action.FLAG_SOURCE_DEFECT], [], [r["defect_id"]],
-                          [e]))
+        out.append(Moment(
+            family=Family.SOURCE_INTEGRITY, key=r["defect_id"], workflow=cat.workflow_of[e],
+            subject=f"{subject} (in {title(e)})", binding=[e], needed=[e], useful=[e],
+            reference_class=Action.FLAG_SOURCE_DEFECT, reference_payload=[e], accepted=[Action.FLAG_SOURCE_DEFECT],
+            distractors_first=[], facts=[r["defect_id"]], pull=[e]))
     for r in graph.query("compiler/family_missing_evidence"):
         m = r["evidence_id"]
         companions = [c for c in r["companions"] if c in cat.rows][:MAX_COMPANIONS]
-        subject = ", ".join(title(c) for c in companions) if companions else title(m)
-        out.append(Moment(Family.MISSING_EVIDENCE, m, cat.workflow_of[m], subject, [*companions, m], [*companions, m],
-                          [*companions, m], Action.LOCALIZE_MISSING_EVIDENCE, [m], [Action.LOCALIZE_MISSING_EVIDENCE],
-                          [], [m], [*companions, m]))
+        binding = [*companions, m]
+        out.append(Moment(
+            family=Family.MISSING_EVIDENCE, key=m, workflow=cat.workflow_of[m],
+            subject=", ".join(title(c) for c in companions) if companions else title(m),
+            binding=binding, needed=binding, useful=binding, reference_class=Action.LOCALIZE_MISSING_EVIDENCE,
+            reference_payload=[m], accepted=[Action.LOCALIZE_MISSING_EVIDENCE], distractors_first=[], facts=[m],
+            pull=binding))
     for r in graph.query("compiler/family_calibration_sufficiency"):
         t = r["evidence_id"]
         binding = [*sorted(r["calibration"]), t]
-        out.append(Moment(Family.CALIBRATION_SUFFICIENCY, t, cat.workflow_of[t], title(t), binding, binding, binding,
-                          Action.SUBMIT_RISK_PACKET, binding, [Action.SUBMIT_RISK_PACKET], [], list(binding), binding))
+        out.append(Moment(
+            family=Family.CALIBRATION_SUFFICIENCY, key=t, workflow=cat.workflow_of[t], subject=title(t),
+            binding=binding, needed=binding, useful=binding, reference_class=Action.SUBMIT_RISK_PACKET,
+            reference_payload=binding, accepted=[Action.SUBMIT_RISK_PACKET], distractors_first=[], facts=binding,
+            pull=binding))
     for r in graph.query("compiler/family_packet_submission"):
         t = r["evidence_id"]
-        notes = [n for n in r["notes"] if n in cat.rows]
-        out.append(Moment(Family.PACKET_SUBMISSION, t, cat.workflow_of[t], title(t), [t], [t], [t],
-                          Action.SUBMIT_RISK_PACKET, [t], [Action.SUBMIT_RISK_PACKET], notes, [t], [t]))
+        out.append(Moment(
+            family=Family.PACKET_SUBMISSION, key=t, workflow=cat.workflow_of[t], subject=title(t), binding=[t],
+            needed=[t], useful=[t], reference_class=Action.SUBMIT_RISK_PACKET, reference_payload=[t],
+            accepted=[Action.SUBMIT_RISK_PACKET], distractors_first=[n for n in r["notes"] if n in cat.rows],
+            facts=[t], pull=[t]))
     for r in graph.query("compiler/family_packet_escalation"):
         bad, ok = r["evidence_id"], r["partner"]
-        out.append(Moment(Family.PACKET_ESCALATION, f"{bad}|{ok}", cat.workflow_of[bad], f"{title(bad)} and {title(ok)}",
-                          [bad, ok], [bad], [bad, ok], Action.ABSTAIN_OR_ESCALATE, [],
-                          [Action.ABSTAIN_OR_ESCALATE, Action.FLAG_SOURCE_DEFECT], [], [bad, ok], [bad, ok]))
+        # seeing the unresolved defect is what justifies escalating; flagging it is an accepted answer too
+        out.append(Moment(
+            family=Family.PACKET_ESCALATION, key=f"{bad}|{ok}", workflow=cat.workflow_of[bad],
+            subject=f"{title(bad)} and {title(ok)}", binding=[bad, ok], needed=[bad], useful=[bad, ok],
+            reference_class=Action.ABSTAIN_OR_ESCALATE, reference_payload=[],
+            accepted=[Action.ABSTAIN_OR_ESCALATE, Action.FLAG_SOURCE_DEFECT], distractors_first=[], facts=[bad, ok],
+            pull=[bad, ok]))
     return out
 
 
