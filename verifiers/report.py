@@ -51,7 +51,7 @@ def write_report(summaries: list[dict[str, Any]], out: Path) -> Path:
     fig.savefig(out / "validity.svg")
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig, ax = plt.subplots(figsize=(9.5, 4))
     width = 0.8 / max(1, len(summaries))
     for i, s in enumerate(summaries):
         vals = [s["by_family"].get(f, {}).get("evidence_grounded_valid", {}).get("mean", 0.0) for f in families]
@@ -59,7 +59,7 @@ def write_report(summaries: list[dict[str, Any]], out: Path) -> Path:
     ax.set_xticks([j + width * (len(summaries) - 1) / 2 for j in range(len(families))], families, rotation=20)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("evidence-grounded valid")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: bars reach 1.0
     fig.tight_layout()
     fig.savefig(out / "by_family.png", dpi=120)
     plt.close(fig)
