@@ -96,6 +96,8 @@ class TaskAnswer(Strict):
     reference: list[ReferenceStep]
     reference_class: Action
     reference_payload: list[str]
+    must_bind: dict[str, list[str]]  # accepted class -> ids its payload must name ("bound to that item")
+    must_not_submit: list[str]  # menu items a submitted packet may not rest on (unavailable or defective)
     source_facts: list[str]  # defect ids and other graph facts the moment was computed from
 
 

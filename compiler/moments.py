@@ -91,6 +91,7 @@ class Moment:
     distractors_first: list[str]
     facts: list[str]
     pull: list[str]
+    must_bind: dict[str, list[str]] | None = None
 
 
 def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
@@ -99,6 +100,11 @@ def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
     def title(evidence_id: str) -> str:
         return str(cat.rows[evidence_id]["title"])
 
+    def about(evidence_id: str, path: str | None = None) -> str:
+        """Every family frames its subject the same way, so the wording gives no family away."""
+        row = cat.rows[evidence_id]
+        return f"{path or row['filepath'] or row['title']} (in {title(evidence_id)})"
+
     for r in graph.query("compiler/family_source_integrity"):
         e = r["evidence_id"]
         subject = r["subject"] or cat.rows[e]["filepath"]
@@ -106,7 +112,7 @@ def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
             subject = subject[: -len(".sha256")]  # a sidecar's defect is a question about its target
         out.append(Moment(
             family=Family.SOURCE_INTEGRITY, key=r["defect_id"], workflow=cat.workflow_of[e],
-            subject=f"{subject} (in {title(e)})", binding=[e], needed=[e], useful=[e],
+            subject=about(e, subject), binding=[e], needed=[e], useful=[e],
             reference_class=Action.FLAG_SOURCE_DEFECT, reference_payload=[e], accepted=[Action.FLAG_SOURCE_DEFECT],
             distractors_first=[], facts=[r["defect_id"]], pull=[e]))
     for r in graph.query("compiler/family_missing_evidence"):
@@ -115,7 +121,7 @@ def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
         binding = [*companions, m]
         out.append(Moment(
             family=Family.MISSING_EVIDENCE, key=m, workflow=cat.workflow_of[m],
-            subject=", ".join(title(c) for c in companions) if companions else title(m),
+            subject=about(companions[0]) if companions else about(m),
             binding=binding, needed=binding, useful=binding, reference_class=Action.LOCALIZE_MISSING_EVIDENCE,
             reference_payload=[m], accepted=[Action.LOCALIZE_MISSING_EVIDENCE], distractors_first=[], facts=[m],
             pull=binding))
@@ -123,14 +129,14 @@ def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
         t = r["evidence_id"]
         binding = [*sorted(r["calibration"]), t]
         out.append(Moment(
-            family=Family.CALIBRATION_SUFFICIENCY, key=t, workflow=cat.workflow_of[t], subject=title(t),
+            family=Family.CALIBRATION_SUFFICIENCY, key=t, workflow=cat.workflow_of[t], subject=about(t),
             binding=binding, needed=binding, useful=binding, reference_class=Action.SUBMIT_RISK_PACKET,
             reference_payload=binding, accepted=[Action.SUBMIT_RISK_PACKET], distractors_first=[], facts=binding,
             pull=binding))
     for r in graph.query("compiler/family_packet_submission"):
         t = r["evidence_id"]
         out.append(Moment(
-            family=Family.PACKET_SUBMISSION, key=t, workflow=cat.workflow_of[t], subject=title(t), binding=[t],
+            family=Family.PACKET_SUBMISSION, key=t, workflow=cat.workflow_of[t], subject=about(t), binding=[t],
             needed=[t], useful=[t], reference_class=Action.SUBMIT_RISK_PACKET, reference_payload=[t],
             accepted=[Action.SUBMIT_RISK_PACKET], distractors_first=[n for n in r["notes"] if n in cat.rows],
             facts=[t], pull=[t]))
@@ -139,10 +145,10 @@ def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
         # seeing the unresolved defect is what justifies escalating; flagging it is an accepted answer too
         out.append(Moment(
             family=Family.PACKET_ESCALATION, key=f"{bad}|{ok}", workflow=cat.workflow_of[bad],
-            subject=f"{title(bad)} and {title(ok)}", binding=[bad, ok], needed=[bad], useful=[bad, ok],
+            subject=about(bad), binding=[bad, ok], needed=[bad], useful=[bad, ok],
             reference_class=Action.ABSTAIN_OR_ESCALATE, reference_payload=[],
             accepted=[Action.ABSTAIN_OR_ESCALATE, Action.FLAG_SOURCE_DEFECT], distractors_first=[], facts=[bad, ok],
-            pull=[bad, ok]))
+            pull=[bad, ok], must_bind={Action.FLAG_SOURCE_DEFECT.value: [bad]}))
     return out
 
 
@@ -169,8 +175,12 @@ def materialize(m: Moment, cat: Catalog) -> tuple[TaskView, TaskAnswer]:
                     actions=[*REQUESTS, *TERMINALS], horizon=len(menu) + 3)
     steps = [ReferenceStep(action=REQUEST_FOR_KIND[cat.rows[e]["kind"]], evidence_id=e) for e in m.pull]
     steps.append(ReferenceStep(action=m.reference_class, payload=m.reference_payload))
+    must_bind = dict(m.must_bind or {})
+    if m.reference_payload:
+        must_bind[m.reference_class.value] = list(m.reference_payload)
+    flawed = [e for e in chosen if cat.objects[e].status != "archived" or cat.objects[e].defects]
     answer = TaskAnswer(task_id=task_id, family=m.family, moment_id=f"moment:{_h(m.family.value, m.key)[:16]}",
                         accepted_classes=m.accepted, binding=m.binding, needed=m.needed, useful=m.useful,
                         reference=steps, reference_class=m.reference_class, reference_payload=m.reference_payload,
-                        source_facts=m.facts)
+                        must_bind=must_bind, must_not_submit=flawed, source_facts=m.facts)
     return view, answer

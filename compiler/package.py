@@ -17,11 +17,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
 from compiler.moments import find_moments, load_catalog, materialize
 from voe import __version__
+from voe.errors import InputError
 from voe.graph import EdgeRow, Graph, NodeRow
 from voe.ontology import Label, Rel
 
@@ -89,15 +90,15 @@ def compile_package(graph: Graph, out: Path) -> CompileSummary:
                           content_hash=content_hash, graph_hash=graph_hash, out=str(out))
 
 
-VERIFIER_ONLY_KEYS = frozenset(TaskAnswer.model_fields) - {"task_id"}
-
-
 def admission_failures(view: TaskView, answer: TaskAnswer, known: set[str]) -> list[str]:
     """The deterministic filters of DESIGN §7 (the LLM judge comes after them); empty means admitted."""
     failures = []
     menu = {e.evidence_id for e in view.menu}
-    if leaked := VERIFIER_ONLY_KEYS & set(view.model_dump()):
-        failures.append(f"selects verifier-only fields {sorted(leaked)}")
+    visible = view.model_dump_json()
+    # TaskView forbids extra fields, so a verifier-only field can only leak as a value: look for the answer's
+    # own identifiers (moment id, defect ids) in what the policy sees
+    if answer.moment_id in visible or any(f.startswith("defect:") and f in visible for f in answer.source_facts):
+        failures.append("a verifier-only value or answer artifact (moment or defect id) is visible to the policy")
     if unknown := menu - known:
         failures.append(f"offers evidence refs that do not exist {sorted(unknown)}")
     if not set(answer.binding) <= menu:
@@ -107,8 +108,6 @@ def admission_failures(view: TaskView, answer: TaskAnswer, known: set[str]) -> l
         failures.append("the reference path does not match the episode (pulls off the menu, or binds unpulled evidence)")
     if answer.reference_class not in answer.accepted_classes or not set(answer.needed) <= set(pulls):
         failures.append("the verifier does not match the episode (reference class not accepted, or not grounded)")
-    if any(f.startswith("defect:") and f in view.model_dump_json() for f in answer.source_facts):
-        failures.append("a forbidden answer artifact (a defect id) is visible to the policy")
     return failures
 
 
@@ -129,7 +128,9 @@ def _store(graph: Graph, views: list[TaskView], answers: list[TaskAnswer], workf
         nodes.append(NodeRow(v.task_id, (Label.TASK,), {
             "family": a.family.value, "package": package, "accepted_classes": [c.value for c in a.accepted_classes],
             "reference_class": a.reference_class.value, "needed": a.needed, "useful": a.useful, "horizon": v.horizon,
-            "question": v.question, "admitted": True,
+            "question": v.question, "admitted": True, "must_not_submit": a.must_not_submit,
+            **{f"must_bind_{cls}": a.must_bind.get(cls, []) for cls in ("flag_source_defect", "localize_missing_evidence",
+                                                                         "submit_risk_packet")},
             "admission": "deterministic filters passed: no verifier-only field, evidence refs exist, reference path "
                          "and verifier match the episode, no answer artifact visible"}))
         edges += [EdgeRow(Rel.IN_WORKFLOW, a.moment_id, Label.DECISION_MOMENT, v.workflow_id, Label.WORKFLOW),
@@ -139,16 +140,36 @@ def _store(graph: Graph, views: list[TaskView], answers: list[TaskAnswer], workf
                   for e in v.menu]
         edges += [EdgeRow(Rel.BINDS, v.task_id, Label.TASK, e, Label.EVIDENCE) for e in a.binding]
     with graph.writer() as w:
+        w.run("compiler/clear_task_edges", task_ids=[v.task_id for v in views])
         w.nodes(nodes)
         w.edges(edges)
 
 
 def load_package(pkg: Path) -> tuple[list[TaskView], dict[str, EvidenceObject], dict[str, TaskAnswer], Manifest]:
-    def lines(name: str) -> list[dict[str, Any]]:
-        return [json.loads(x) for x in (pkg / name).read_text().splitlines() if x.strip()]
+    """Read a package folder; anything missing or malformed is an InputError naming the file and line."""
 
-    views = [TaskView.model_validate(x) for x in lines("tasks.jsonl")]
-    evidence = {x["evidence_id"]: EvidenceObject.model_validate(x) for x in lines("evidence.jsonl")}
-    answers = {x["task_id"]: TaskAnswer.model_validate(x) for x in lines("answers.jsonl")}
-    manifest = Manifest.model_validate_json((pkg / "manifest.json").read_text())
+    def lines(name: str) -> list[dict[str, Any]]:
+        path = pkg / name
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"not a task package ({exc.strerror or exc}); create one with `voe compile`",
+                             path=str(path)) from exc
+        out = []
+        for n, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"line {n} is not JSON ({exc.msg})", path=str(path)) from exc
+        return out
+
+    try:
+        views = [TaskView.model_validate(x) for x in lines("tasks.jsonl")]
+        evidence = {x["evidence_id"]: EvidenceObject.model_validate(x) for x in lines("evidence.jsonl")}
+        answers = {x["task_id"]: TaskAnswer.model_validate(x) for x in lines("answers.jsonl")}
+        manifest = Manifest.model_validate_json((pkg / "manifest.json").read_text())
+    except (ValidationError, KeyError, OSError) as exc:
+        raise InputError(f"package files do not match the package schema: {str(exc).splitlines()[0]}",
+                         path=str(pkg)) from exc
     return views, evidence, answers, manifest

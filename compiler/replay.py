@@ -41,6 +41,7 @@ class TrajectorySummary(BaseModel):
     payload: list[str]
     end: str  # terminal | horizon_exhausted | duplicate_loop
     plumbing: dict[str, int]
+    request_steps: int = 0  # every request action issued, duplicates and off-menu ones included
 
 
 class ReplayEnv:
@@ -84,6 +85,7 @@ class ReplayEnv:
             return self._finish_if_horizon(self._record(raw, "parse_error"))
         name = action["action"]
         if name in {a.value for a in REQUESTS}:
+            self.summary.request_steps += 1
             ref = action.get("evidence_id")
             entry = self.menu.get(ref) if isinstance(ref, str) else None
             entry = entry or (self.by_entry.get(ref) if isinstance(ref, str) else None)

@@ -60,7 +60,7 @@ def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy
                     steps_fh.write(json.dumps(rec.model_dump(mode="json"), sort_keys=True) + "\n")
                 summaries.append(env.summary.model_copy(deep=True))
     (out / "trajectories.jsonl").write_text("".join(json.dumps(s.model_dump(), sort_keys=True) + "\n" for s in summaries))
-    info = RunInfo(run_id=run_id, policy=policy, passes=passes, seed=seed, package=str(pkg),
+    info = RunInfo(run_id=run_id, policy=policy, passes=passes, seed=seed, package=str(pkg.resolve()),
                    content_hash=manifest.content_hash, tasks=len(views), trajectories=len(summaries),
                    seconds=round(time.perf_counter() - started, 3))
     (out / "run.json").write_text(json.dumps(info.model_dump(), indent=2, sort_keys=True) + "\n")

@@ -103,7 +103,10 @@ class CatalogBuilder(RecordBuilder):
 
 
 def catalog_builders(path: Path, local: LocalBytes, data: bytes) -> list[CatalogBuilder]:
-    lines = data.decode("utf-8").splitlines()
+    try:
+        lines = data.decode("utf-8-sig").splitlines()
+    except UnicodeDecodeError as exc:
+        raise InputError(f"facts catalog is not UTF-8 text (byte {exc.start})", path=str(path)) from exc
     heads = [i for i, ln in enumerate(lines) if ln.startswith("## ")] + [len(lines)]
     out = []
     for a, b in zip(heads, heads[1:], strict=False):

@@ -35,6 +35,7 @@ File contents (issue 3 parsers; the subject is the file's Component):
 - `xml_not_well_formed` (rule `xml.not_well_formed`), `xml_schema_violation` (rule `xml.schema`): against the
   AM Bench XSDs, with line numbers.
 - `step_header_missing` (rule `step.header`).
+- `unparseable_file` (rule `file.parse`): a parser failed on the file; the file is still held and hashed.
 
 A payload the record lists but we do not hold is a status of the component (`held: false`), not a defect.
 """
@@ -65,6 +66,7 @@ class DefectKind(StrEnum):
     XML_NOT_WELL_FORMED = "xml_not_well_formed"
     XML_SCHEMA_VIOLATION = "xml_schema_violation"
     STEP_HEADER_MISSING = "step_header_missing"
+    UNPARSEABLE_FILE = "unparseable_file"
 
 
 RULES: dict[str, DefectKind] = {
@@ -89,4 +91,5 @@ RULES: dict[str, DefectKind] = {
     "xml.not_well_formed": DefectKind.XML_NOT_WELL_FORMED,
     "xml.schema": DefectKind.XML_SCHEMA_VIOLATION,
     "step.header": DefectKind.STEP_HEADER_MISSING,
+    "file.parse": DefectKind.UNPARSEABLE_FILE,
 }

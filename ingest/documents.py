@@ -29,7 +29,11 @@ def parse_file(path: Path, relpath: str) -> Parsed | None:
                               f"{relpath}: extension {ext} says {expected}, the bytes are {fmt}; parsed as {fmt}")
     if size > MAX_PARSE_BYTES:
         return None
-    parsed = _dispatch(path, fmt)
+    try:
+        parsed = _dispatch(path, fmt)
+    except Exception as exc:  # noqa: BLE001 - a parser bug or an input it cannot handle must not stop the ingest
+        parsed = Parsed(format=fmt, role=Role.METADATA)
+        parsed.defects.append(FileDefect("file.parse", f"{relpath}: the {fmt} parser failed ({type(exc).__name__}: {exc})"))
     if parsed is None:
         if mismatch is not None:
             parsed = Parsed(format=fmt, role=Role.METADATA)

@@ -89,11 +89,17 @@ def fetch(record: str, into: Path, *, include: list[str] | None = None, max_byte
     if include:
         wanted = [c for c in wanted if any(fnmatch.fnmatch(c["filepath"], g) for g in include)]
     budget = max_bytes
+    root = into.resolve()
     for n, comp in enumerate(wanted, start=1):
         fp = comp["filepath"]
         size = comp.get("size") if isinstance(comp.get("size"), int) else None
-        sha = (comp.get("checksum") or {}).get("hash")
-        target = into / fp
+        sha = str((comp.get("checksum") or {}).get("hash") or "").lower() or None
+        target = (into / fp).resolve()
+        if not target.is_relative_to(root) or Path(fp).is_absolute():
+            # a record must not write outside --into (`../x`, `/etc/x` in a filepath)
+            report.files.append(FileResult(filepath=fp, status="failed", error="filepath escapes --into; refused"))
+            say(f"[{n}/{len(wanted)}] {fp}: refused (path escapes --into)")
+            continue
         if target.exists() and sha and _sha256(target) == sha:
             report.files.append(FileResult(filepath=fp, status="exists", bytes=target.stat().st_size))
             say(f"[{n}/{len(wanted)}] {fp}: already complete")
@@ -149,7 +155,7 @@ def _download(url: str, target: Path, fp: str, size: int | None, sha: str | None
             got_size = part.stat().st_size
             if size is not None and got_size != size:
                 raise _Retry(f"size {got_size} B, NERDm declares {size} B")
-            if sha and (got := _sha256(part)) != sha.lower():
+            if sha and (got := _sha256(part)) != sha:
                 part.unlink(missing_ok=True)  # wrong bytes: resuming would keep them
                 raise _Retry(f"sha256 {got} does not match NERDm {sha}")
             part.replace(target)
@@ -173,7 +179,10 @@ def _download(url: str, target: Path, fp: str, size: int | None, sha: str | None
 
 def _stream(url: str, part: Path, size: int | None, timeout: float, result: FileResult) -> None:
     have = part.stat().st_size if part.exists() else 0
-    if size is not None and have >= size:
+    if size is not None and have > size:
+        part.unlink()  # longer than the record says: start over rather than resume
+        have = 0
+    if size is not None and have == size:
         return
     request = urllib.request.Request(url)
     if have:

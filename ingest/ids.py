@@ -27,6 +27,7 @@ def archive_id(host: str) -> str:
     return f"archive:{host}"
 
 
-def evidence_id(ark: str, filepath: str) -> str:
-    """Canonical evidence id: the record's identifier and the item's path in it."""
-    return f"ev:{ark}/{filepath.strip('/')}"
+def evidence_id(rec_id: str, filepath: str) -> str:
+    """Canonical evidence id: the record (identifier@version) and the item's path in it. The version keeps two
+    versions of a record, or a reconstructed catalog and the real record, from sharing evidence nodes."""
+    return f"ev:{rec_id.removeprefix('record:')}/{filepath.strip('/')}"

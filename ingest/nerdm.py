@@ -30,7 +30,7 @@ from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ontology import Label, Rel
 
-RULESET_VERSION = "nerdm-4"  # part of the ingest stamp: changing a rule re-stamps (and re-checks) records
+RULESET_VERSION = "nerdm-5"  # part of the ingest stamp: changing a rule re-stamps (and re-checks) records
 NERDM_FILENAME = "nerdm.json"
 
 
@@ -185,8 +185,9 @@ class RecordBuilder:
             ptr = "/" + "/".join(escape_pointer_token(p) for p in first["loc"])
             raise InputError(f"NERDm header field is unusable: {first['msg']}", path=str(record_file),
                              pointer=ptr) from exc
+        # whether the schema check ran is part of the stamp: its defects exist only when it did
         self._start(self.header.ark, ids.record_id(self.header.ark, self.header.version), self.header.version,
-                    self.header.title, [self.file_sha.encode()])
+                    self.header.title, [self.file_sha.encode(), b"schema" if validated else b"no-schema"])
         self._present = list_files(self.root)
         self._dirs = _subdirs(self.root)
 
@@ -418,7 +419,7 @@ class RecordBuilder:
             target = str(ref.get("location") or ref.get("@id"))
             types = [t for t in ref.get("@type", []) if isinstance(t, str)] if isinstance(ref.get("@type"), list) else []
             kind, rule = reference_kind(target, ref.get("title"), types)
-            eid = ids.evidence_id(self.ark, f"references/{i}")
+            eid = ids.evidence_id(self.rec_id, f"references/{i}")
             loc = self.location(f"/references/{i}", ref)
             self.g.nodes.append(NodeRow(eid, (Label.EVIDENCE,), self._owned({
                 "canonical_id": eid, "kind": kind, "kind_rule": rule, "title": str(ref.get("title") or target),
@@ -430,7 +431,7 @@ class RecordBuilder:
 
     def add_evidence(self, filepath: str, kind: str, rule: str, title: str, component: str, locations: list[str],
                      provenance: str, members: int = 0) -> str:
-        eid = ids.evidence_id(self.ark, filepath)
+        eid = ids.evidence_id(self.rec_id, filepath)
         self.g.nodes.append(NodeRow(eid, (Label.EVIDENCE,), self._owned({
             "canonical_id": eid, "kind": kind, "kind_rule": rule, "title": title, "filepath": filepath,
             "record_ark": self.ark, "provenance": provenance, "members": members,

@@ -3,7 +3,8 @@
 Per trajectory (task answer A, requested set R, useful set U = A.useful):
 - valid            evidence-grounded valid: the Cypher verdict (action valid AND payload bound AND grounded)
 - action_valid     check (1) alone
-- useful_requests  |R ∩ U|; requests = |R|; useful precision (run) = Σ|R ∩ U| / Σ|R| (0 when nothing requested)
+- useful_requests  |R ∩ U|; requests = every request action issued (duplicates and off-menu ones too);
+                   useful precision (run) = Σ|R ∩ U| / Σ requests (0 when nothing was requested)
 - evidence_regret  |U \\ R| (useful items missed) + |R \\ U| (non-useful items pulled)
 - cost_score       max(0, valid - 0.5 * regret / horizon): 1.0 only for a valid, regret-free path, which is
                    what the reference walks; every extra or missing pull costs 0.5/horizon
@@ -11,16 +12,19 @@ Per trajectory (task answer A, requested set R, useful set U = A.useful):
 - acquired_any     |R ∩ U| >= 1 (over tasks with U non-empty); acquired_all: U ⊆ R
 
 Codebook, one label per trajectory, first that applies:
-  horizon_exhausted, duplicate_loop           the episode ended without a terminal
+  duplicate_loop                              ended by three duplicate requests in a row
+  parse_error, off_menu, horizon_exhausted    ran out of steps without a terminal: after unparseable actions,
+                                              after off-menu actions, or otherwise
   reference_path                              valid, and R equals the reference's pulls
   valid_inefficient_short / _extra            valid, fewer / more (or other) pulls than the reference
-  parse_error, off_menu                       invalid after such a step
   over_submit                                 submitted where the reference does not
   over_abstain                                abstained where that class is not accepted
   wrong_class_terminal                        another class the task does not accept
   payload_grounding_error                     accepted class, payload not bound or not grounded
 
-Intervals: 95% Student-t over the per-pass rates when passes >= 2; Wilson score interval for one pass.
+Intervals: 95% Student-t over the per-pass rates when passes >= 2; Wilson score interval for one pass. A
+deterministic policy gives the same rate every pass, so its t-interval has zero width: `method` then says
+`student_t_over_passes (no variance between passes)`.
 """
 
 from __future__ import annotations
@@ -77,7 +81,8 @@ def rate(values_by_pass: dict[int, list[bool]]) -> Rate:
         m = sum(per) / len(per)
         sd = math.sqrt(sum((x - m) ** 2 for x in per) / (len(per) - 1))
         h = t975(len(per) - 1) * sd / math.sqrt(len(per))
-        return Rate(mean=mean, ci95=(max(0.0, m - h), min(1.0, m + h)), count=k, n=n, method="student_t_over_passes")
+        method = "student_t_over_passes" + (" (no variance between passes)" if sd == 0 else "")
+        return Rate(mean=mean, ci95=(max(0.0, m - h), min(1.0, m + h)), count=k, n=n, method=method)
     lo, hi = wilson(k, n)
     return Rate(mean=mean, ci95=(lo, hi), count=k, n=n, method="wilson")
 
@@ -106,8 +111,11 @@ def score_trajectory(tr: dict[str, Any], verdict: Verdict, answer: TaskAnswer, h
     regret = len(useful - requested) + len(requested - useful)
     terminal = tr["terminal_class"]
     over_submit = terminal == Action.SUBMIT_RISK_PACKET and answer.reference_class != Action.SUBMIT_RISK_PACKET
-    if tr["end"] in ("horizon_exhausted", "duplicate_loop"):
-        label = tr["end"]
+    if tr["end"] == "duplicate_loop":
+        label = "duplicate_loop"
+    elif terminal is None:
+        plumbing = tr["plumbing"]
+        label = "parse_error" if plumbing.get("parse_error") else "off_menu" if plumbing.get("off_menu") else tr["end"]
     elif verdict.valid:
         if requested == reference_pulls:
             label = "reference_path"
@@ -115,10 +123,6 @@ def score_trajectory(tr: dict[str, Any], verdict: Verdict, answer: TaskAnswer, h
             label = "valid_inefficient_short"
         else:
             label = "valid_inefficient_extra"
-    elif tr["plumbing"].get("parse_error"):
-        label = "parse_error"
-    elif tr["plumbing"].get("off_menu"):
-        label = "off_menu"
     elif over_submit:
         label = "over_submit"
     elif not verdict.action_valid and terminal == Action.ABSTAIN_OR_ESCALATE:
@@ -129,7 +133,8 @@ def score_trajectory(tr: dict[str, Any], verdict: Verdict, answer: TaskAnswer, h
         label = "payload_grounding_error"
     return TrajectoryScore(
         trajectory_id=tr["trajectory_id"], task_id=tr["task_id"], family=answer.family.value,
-        pass_index=tr["pass_index"], valid=verdict.valid, action_valid=verdict.action_valid, requests=len(requested),
+        pass_index=tr["pass_index"], valid=verdict.valid, action_valid=verdict.action_valid,
+        requests=max(len(requested), int(tr.get("request_steps", len(requested)))),
         useful_requests=len(requested & useful), regret=regret,
         cost_score=max(0.0, float(verdict.valid) - 0.5 * regret / horizon), over_submit=over_submit,
         acquired_any=bool(requested & useful) if useful else None,

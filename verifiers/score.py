@@ -16,10 +16,19 @@ from voe.graph import Graph
 def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[TrajectoryScore]]:
     if not (run_dir / "run.json").is_file():
         raise InputError("not a run folder (no run.json); create one with `voe run`", path=str(run_dir))
-    info = json.loads((run_dir / "run.json").read_text())
-    views, _, answers, manifest = load_package(Path(info["package"]))
-    if manifest.content_hash != info["content_hash"]:
-        raise InputError("the package changed since this run (content hash differs); re-run it", path=info["package"])
+    try:
+        info = json.loads((run_dir / "run.json").read_text())
+        package = Path(info["package"])
+        content_hash = str(info["content_hash"])
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise InputError(f"run.json is not a voe run record ({exc})", path=str(run_dir / "run.json")) from exc
+    views, _, answers, manifest = load_package(package)
+    if manifest.content_hash != content_hash:
+        raise InputError("the package changed since this run (content hash differs); re-run it", path=str(package))
+    held = graph.query("verifiers/package_tasks", package=content_hash)[0]["tasks"]
+    if held != len(views):
+        raise InputError(f"the graph holds {held} of this package's {len(views)} tasks; run `voe compile` on the "
+                         "graph the package came from before scoring", path=str(package))
     horizons = {v.task_id: v.horizon for v in views}
     verdicts = {v.trajectory_id: v for v in verify_run(graph, run_dir)}
     scores = [score_trajectory(tr, verdicts[tr["trajectory_id"]], answers[tr["task_id"]], horizons[tr["task_id"]])

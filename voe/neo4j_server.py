@@ -171,6 +171,14 @@ class LocalNeo4j:
             return None
         except PermissionError:
             return pid
+        # A pid file can outlive its server and the number be reused: only a Neo4j of this instance counts,
+        # so `down` never signals an unrelated process.
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return pid  # no /proc (not Linux): trust the pid file
+        if ENTRY_POINT not in cmdline or str(self.home) not in cmdline:
+            return None
         return pid
 
     def _bolt_version(self, timeout: float = 2.0) -> str | None:

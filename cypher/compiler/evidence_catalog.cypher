@@ -7,7 +7,7 @@ MATCH (e:Evidence {record_ark: r.ark})
 WHERE e.record_id = r.id
 OPTIONAL MATCH (e)-[:EVIDENCED_BY]->(c:Component)
 CALL (c) {
-  OPTIONAL MATCH (m:Component)-[:PART_OF*0..1]->(c)
+  OPTIONAL MATCH (m:Component)-[:PART_OF*0..]->(c)
   WHERE c IS NOT NULL
   OPTIONAL MATCH (s:ChecksumFile)-[:DESCRIBES]->(m)
   WITH collect(DISTINCT m) + collect(DISTINCT s) AS subjects

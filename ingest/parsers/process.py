@@ -10,7 +10,7 @@ from ingest.parsers.sniff import decode_text
 from ingest.parsers.tabular import split_unit
 
 COMMENT_RE = re.compile(r"\(([^()]*)\)")
-PARAM_RE = re.compile(r"^\s*/?\d*\s*#(?P<var>\d+)\s*=\s*(?P<value>-?[\d.]+)")
+PARAM_RE = re.compile(r"^\s*/?\d*\s*#(?P<var>\d+)\s*=\s*(?P<value>-?(?:\d+\.?\d*|\.\d+))(?![\d.])")
 WORD_RE = re.compile(r"(?<![A-Z#])([GMTFSXYZIJKRPQHDE])(-?\d+(?:\.\d*)?)")
 
 

@@ -128,9 +128,10 @@ def test_release_gate(compiled: dict[str, Any]) -> None:
 
 
 def _python_verdict(tr: dict[str, Any], answer: TaskAnswer) -> tuple[bool, bool, bool]:
-    pulled = set(tr["requested"])
-    action_valid = tr["terminal_class"] is not None and tr["terminal_class"] in answer.accepted_classes
-    bound = tr["terminal_class"] is not None and set(tr["payload"]) <= pulled
+    pulled, payload, cls = set(tr["requested"]), set(tr["payload"]), tr["terminal_class"]
+    action_valid = cls is not None and cls in answer.accepted_classes
+    bound = (cls is not None and payload <= pulled and set(answer.must_bind.get(cls, [])) <= payload
+             and not (cls == "submit_risk_packet" and payload & set(answer.must_not_submit)))
     grounded = set(answer.needed) <= pulled
     return action_valid, bound, grounded
 
@@ -153,16 +154,15 @@ def test_bad_actions_get_their_outcome_and_label(compiled: dict[str, Any]) -> No
     views, _, answers, _ = load_package(root / "pkg")
     target = next(v for v in views if answers[v.task_id].reference_class.value == "submit_risk_packet")
     never_pulled = target.menu[0].evidence_id
-    scripts = {
-        "parse": ["{not json", {"action": "abstain_or_escalate"}],
-        "off_menu": [{"action": "request_characterization", "evidence_id": "ev:not/on/the/menu"},
-                     {"action": "abstain_or_escalate"}],
-        "ungrounded": [{"action": "submit_risk_packet", "payload": [never_pulled]}],
+    scripts: dict[str, Any] = {  # each action is repeated until the episode ends
+        "parse": "{not json",
+        "off_menu": {"action": "request_characterization", "evidence_id": "ev:not/on/the/menu"},
+        "ungrounded": {"action": "submit_risk_packet", "payload": [never_pulled]},
     }
     labels = {}
     for name, script in scripts.items():
-        def scripted(view: TaskView, answer: Any, history: list[dict[str, Any]], rng: Any, s: list = script) -> Any:
-            return s[len(history)] if len(history) < len(s) else {"action": "abstain_or_escalate"}
+        def scripted(view: TaskView, answer: Any, history: list[dict[str, Any]], rng: Any, s: Any = script) -> Any:
+            return s
 
         run_policy(root / "pkg", f"scripted-{name}", 1, 0, root / f"bad-{name}", policy_fn=scripted)
         summary, scores = score_run(compiled["graph"], root / f"bad-{name}")
@@ -173,6 +173,10 @@ def test_bad_actions_get_their_outcome_and_label(compiled: dict[str, Any]) -> No
             assert first["outcome"] == "parse_error"
         if name == "off_menu":
             assert first["outcome"] == "off_menu" and first["evidence_id"] == "ev:not/on/the/menu"
+        if name != "ungrounded":  # no crash: the episode runs to its horizon and is recorded as such
+            trajectory = next(t for t in read_jsonl(root / f"bad-{name}" / "trajectories.jsonl")
+                              if t["task_id"] == target.task_id)
+            assert trajectory["end"] == "horizon_exhausted" and trajectory["steps"] == target.horizon
     assert labels == {"parse": "parse_error", "off_menu": "off_menu", "ungrounded": "payload_grounding_error"}
 
 
@@ -210,6 +214,12 @@ def test_admission_filters_reject_what_they_name(compiled: dict[str, Any]) -> No
     assert any("do not exist" in f for f in admission_failures(bad_menu, answer, known))
     lazy = answer.model_copy(update={"needed": [*answer.needed, "ev:never-pulled"]})
     assert any("verifier does not match" in f for f in admission_failures(view, lazy, known))
+    off = answer.model_copy(update={"binding": ["ev:elsewhere"]})
+    assert any("not on its menu" in f for f in admission_failures(view, off, known))
+    leaky = view.model_copy(update={"question": view.question + " " + answer.moment_id})
+    assert any("answer artifact" in f for f in admission_failures(leaky, answer, known))
+    wrong_path = answer.model_copy(update={"reference_payload": ["ev:not-pulled"]})
+    assert any("reference path does not match" in f for f in admission_failures(view, wrong_path, known))
     assert compiled["summary"].model_dump()["tasks"] == len(views)
 
 

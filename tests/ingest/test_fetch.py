@@ -154,3 +154,16 @@ def test_unknown_record_and_cli_exit_codes(pdr: PDR, tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     out = json.loads(proc.stdout)
     assert out["failed"] == 1 and out["files"][0]["error"].startswith("HTTP 404")
+
+
+def test_a_filepath_that_escapes_into_is_refused(pdr: PDR, tmp_path: Path, archives: Path) -> None:
+    doc = json.loads((archives / RECORD / "nerdm.json").read_text(encoding="utf-8-sig"))
+    evil = dict(next(c for c in doc["components"] if c.get("filepath") == CSV_A), filepath="../escaped.csv")
+    doc["components"] = [evil]
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "nerdm.json").write_text(json.dumps(doc))
+    pdr.folder = served
+    report = fetch(RECORD, tmp_path / "into", base_url=pdr.url, backoff=0)
+    assert [(f.status, f.error) for f in report.files] == [("failed", "filepath escapes --into; refused")]
+    assert not (tmp_path / "escaped.csv").exists()

@@ -134,3 +134,27 @@ def test_ingest_does_not_write_into_the_shared_archive(graph: Graph, archives: P
     ingest_paths([archives / "mds2-2525"], graph)
     assert sorted(p.name for p in (archives / "mds2-2525").iterdir()) == before
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_schema_defects_follow_whether_validation_ran(graph: Graph, archives: Path, tmp_path: Path) -> None:
+    folder = copy_record(archives / "mds2-3842", tmp_path / "r")
+    _edit(folder, lambda d: d["components"][0].update(size="seven kB"))
+    ingest_paths([folder], graph)
+    assert defects_by_kind(graph).get("schema_violation", 0) >= 1
+    ingest_paths([folder], graph, validate_schema=False)
+    assert "schema_violation" not in defects_by_kind(graph)
+    ingest_paths([folder], graph)
+    assert defects_by_kind(graph).get("schema_violation", 0) >= 1
+
+
+def test_two_versions_of_a_record_keep_their_own_evidence(graph: Graph, archives: Path, tmp_path: Path) -> None:
+    v1 = copy_record(archives / "mds2-2106", tmp_path / "v1")
+    v2 = copy_record(archives / "mds2-2106", tmp_path / "v2")
+    _edit(v2, lambda d: d.update(version="1.7.0"))
+    ingest_paths([v1, v2], graph)
+    before = graph.counts()
+    ingest_paths([v1, v2], graph)
+    assert graph.counts() == before  # alternating versions do not take each other's nodes
+    per_record = rows(graph, "MATCH (r:Record)-[:HAS_COMPONENT]->(:Component)<-[:EVIDENCED_BY]-(e:Evidence) "
+                             "RETURN r.version AS v, count(DISTINCT e) AS n ORDER BY v")
+    assert [r["v"] for r in per_record] == ["1.6.0", "1.7.0"] and per_record[0]["n"] == per_record[1]["n"] > 0

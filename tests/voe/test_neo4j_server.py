@@ -44,3 +44,12 @@ def test_up_status_browser_down(neo4j_settings: object) -> None:
     assert not server.status().running
     assert not server.pid_file.exists()
     assert os.path.exists(server.log_file)
+
+
+def test_a_stale_pid_file_never_names_an_unrelated_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VOE_CACHE_DIR", str(tmp_path))
+    server = LocalNeo4j("stale", bolt_port=9, http_port=9)
+    server.pid_file.parent.mkdir(parents=True)
+    server.pid_file.write_text(str(os.getpid()))  # alive, but this pytest process is not Neo4j
+    assert server.pid() is None
+    assert server.down() is False  # and nothing was signalled: we are still here
