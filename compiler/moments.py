@@ -121,12 +121,14 @@ def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
         binding = [*companions, m]
         out.append(Moment(
             family=Family.MISSING_EVIDENCE, key=m, workflow=cat.workflow_of[m],
-            subject=about(companions[0]) if companions else about(m),
+            subject=about(m, cat.rows[m].get("target")),
             binding=binding, needed=binding, useful=binding, reference_class=Action.LOCALIZE_MISSING_EVIDENCE,
             reference_payload=[m], accepted=[Action.LOCALIZE_MISSING_EVIDENCE], distractors_first=[], facts=[m],
             pull=binding))
+    calibration_targets: set[str] = set()
     for r in graph.query("compiler/family_calibration_sufficiency"):
         t = r["evidence_id"]
+        calibration_targets.add(t)
         binding = [*sorted(r["calibration"]), t]
         out.append(Moment(
             family=Family.CALIBRATION_SUFFICIENCY, key=t, workflow=cat.workflow_of[t], subject=about(t),
@@ -135,6 +137,8 @@ def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
             pull=binding))
     for r in graph.query("compiler/family_packet_submission"):
         t = r["evidence_id"]
+        if t in calibration_targets:
+            continue  # the same question would have two gold answers: the calibration moment owns it
         out.append(Moment(
             family=Family.PACKET_SUBMISSION, key=t, workflow=cat.workflow_of[t], subject=about(t), binding=[t],
             needed=[t], useful=[t], reference_class=Action.SUBMIT_RISK_PACKET, reference_payload=[t],

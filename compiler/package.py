@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
+from compiler.models import EvidenceObject, Family, Manifest, TaskAnswer, TaskView
 from compiler.moments import find_moments, load_catalog, materialize
 from voe import __version__
 from voe.errors import InputError
@@ -53,16 +53,27 @@ def compile_package(graph: Graph, out: Path) -> CompileSummary:
     views: list[TaskView] = []
     answers: list[TaskAnswer] = []
     rejected: dict[str, list[str]] = {}
+    rejected_moments: list[tuple[TaskView, TaskAnswer, list[str]]] = []
+    owner: dict[tuple[str, frozenset[str]], tuple[str, TaskAnswer]] = {}
+    # families in priority order: when two moments look the same to a policy, the earlier family keeps it
+    pairs.sort(key=lambda p: (FAMILY_ORDER.index(p[1].family), p[0].task_id))
     for view, answer in pairs:
         if view.task_id in seen:  # two queries can reach the same moment; keep one
             continue
         seen.add(view.task_id)
         failures = admission_failures(view, answer, set(cat.rows))
+        visible = (view.question, frozenset(e.evidence_id for e in view.menu))
+        if visible in owner and _gold(owner[visible][1]) != _gold(answer):
+            failures.append(f"same visible question and menu as {owner[visible][0]} with another gold answer")
         if failures:
             rejected[view.task_id] = failures
+            rejected_moments.append((view, answer, failures))
             continue
+        owner.setdefault(visible, (view.task_id, answer))
         views.append(view)
         answers.append(answer)
+    order = sorted(range(len(views)), key=lambda i: views[i].task_id)
+    views, answers = [views[i] for i in order], [answers[i] for i in order]
     offered = sorted({e.evidence_id for v in views for e in v.menu})
     evidence = [cat.objects[e] for e in offered]
     records = graph.query("compiler/records")
@@ -84,10 +95,18 @@ def compile_package(graph: Graph, out: Path) -> CompileSummary:
                         sources=[{k: r[k] for k in ("ark", "version", "title", "provenance", "stamp")} for r in records],
                         counts=counts, files={n: hashlib.sha256(d).hexdigest() for n, d in sorted(files.items())})
     (out / "manifest.json").write_text(json.dumps(manifest.model_dump(), indent=2, sort_keys=True) + "\n")
-    _store(graph, views, answers, cat.workflows, content_hash)
+    _store(graph, views, answers, cat.workflows, content_hash, rejected_moments)
     return CompileSummary(tasks=len(views), workflows=counts["workflows"], families=families,
                           evidence_entries=counts["evidence_entries"], canonical_evidence=len(offered),
                           content_hash=content_hash, graph_hash=graph_hash, out=str(out))
+
+
+FAMILY_ORDER = [Family.SOURCE_INTEGRITY, Family.MISSING_EVIDENCE, Family.CALIBRATION_SUFFICIENCY,
+                Family.PACKET_SUBMISSION, Family.PACKET_ESCALATION]
+
+
+def _gold(answer: TaskAnswer) -> tuple[Any, ...]:
+    return (frozenset(answer.accepted_classes), tuple(sorted((k, tuple(v)) for k, v in answer.must_bind.items())))
 
 
 def admission_failures(view: TaskView, answer: TaskAnswer, known: set[str]) -> list[str]:
@@ -112,19 +131,19 @@ def admission_failures(view: TaskView, answer: TaskAnswer, known: set[str]) -> l
 
 
 def _store(graph: Graph, views: list[TaskView], answers: list[TaskAnswer], workflows: dict[str, str],
-           package: str) -> None:
+           package: str, rejected: list[tuple[TaskView, TaskAnswer, list[str]]] | None = None) -> None:
     """Workflows, moments and tasks go into the graph too, so Browser shows what was compiled and the
     verifiers can run as graph queries (BINDS is verifier-only; policies never read the graph)."""
     nodes: list[NodeRow] = []
     edges: list[EdgeRow] = []
-    used = {v.workflow_id for v in views}
+    used = {v.workflow_id for v in views} | {v.workflow_id for v, _, _ in rejected or []}
     for wf in sorted(used):
         nodes.append(NodeRow(wf, (Label.WORKFLOW,), {"title": workflows[wf]}))
     by_task = {a.task_id: a for a in answers}
     for v in views:
         a = by_task[v.task_id]
-        nodes.append(NodeRow(a.moment_id, (Label.DECISION_MOMENT,), {"family": a.family.value,
-                                                                      "source_facts": a.source_facts}))
+        nodes.append(NodeRow(a.moment_id, (Label.DECISION_MOMENT,), {
+            "family": a.family.value, "source_facts": a.source_facts, "admitted": True, "package": package}))
         nodes.append(NodeRow(v.task_id, (Label.TASK,), {
             "family": a.family.value, "package": package, "accepted_classes": [c.value for c in a.accepted_classes],
             "reference_class": a.reference_class.value, "needed": a.needed, "useful": a.useful, "horizon": v.horizon,
@@ -139,6 +158,12 @@ def _store(graph: Graph, views: list[TaskView], answers: list[TaskAnswer], workf
         edges += [EdgeRow(Rel.OFFERS, v.task_id, Label.TASK, e.evidence_id, Label.EVIDENCE, {"entry_id": e.entry_id})
                   for e in v.menu]
         edges += [EdgeRow(Rel.BINDS, v.task_id, Label.TASK, e, Label.EVIDENCE) for e in a.binding]
+    # every admission decision is stored: a rejected candidate stays a DecisionMoment with its reasons
+    for v, a, reasons in rejected or []:
+        nodes.append(NodeRow(a.moment_id, (Label.DECISION_MOMENT,), {
+            "family": a.family.value, "source_facts": a.source_facts, "admitted": False, "package": package,
+            "rejection": reasons}))
+        edges.append(EdgeRow(Rel.IN_WORKFLOW, a.moment_id, Label.DECISION_MOMENT, v.workflow_id, Label.WORKFLOW))
     with graph.writer() as w:
         w.run("compiler/clear_task_edges", task_ids=[v.task_id for v in views])
         w.nodes(nodes)

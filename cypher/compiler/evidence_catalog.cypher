@@ -21,6 +21,7 @@ WITH r, e, c, defects, collect(DISTINCT {kind: l.kind, path: l.path, locator: co
 RETURN r.id AS record_id, r.ark AS ark, r.title AS record_title, r.version AS version,
        coalesce(r.provenance, 'nist_bytes') AS record_provenance,
        e.id AS evidence_id, e.kind AS kind, e.title AS title, e.filepath AS filepath, e.provenance AS provenance,
+       e.target AS target,
        coalesce(e.available, true) AND c IS NOT NULL AS available,
        c.filepath AS component_path, c.media_type AS media_type, c.declared_size AS declared_size,
        c.declared_sha256 AS declared_sha256, c.held AS held, c.download_url AS download_url,

@@ -235,3 +235,25 @@ def test_cli_compile_with_archive_ingests_first_and_prints_the_summary(
                             "content_hash", "out"}
     # mds2-2106 was already in the graph: re-ingesting it is a no-op, so the package is the same
     assert summary["content_hash"] == compiled["summary"].content_hash
+
+
+def test_every_admission_decision_is_in_the_graph(compiled: dict[str, Any]) -> None:
+    graph: Graph = compiled["graph"]
+    manifest = json.loads((compiled["root"] / "pkg" / "manifest.json").read_text())
+    with graph._driver.session() as s:  # noqa: SLF001
+        rows = s.run("MATCH (m:DecisionMoment {package: $p}) RETURN m.admitted AS admitted, count(*) AS n, "
+                     "collect(m.rejection) AS why", p=manifest["content_hash"]).data()
+    by = {r["admitted"]: r for r in rows}
+    assert by[True]["n"] == manifest["counts"]["tasks"]
+    assert by.get(False, {"n": 0})["n"] == manifest["counts"]["rejected"]
+    assert all(why for why in by.get(False, {"why": []})["why"])
+
+
+def test_the_same_visible_question_never_has_two_gold_answers(compiled: dict[str, Any]) -> None:
+    views, _, answers, _ = load_package(compiled["root"] / "pkg")
+    gold: dict[tuple[str, frozenset[str]], tuple[Any, ...]] = {}
+    for v in views:
+        a = answers[v.task_id]
+        key = (v.question, frozenset(e.evidence_id for e in v.menu))
+        answer_key = (frozenset(a.accepted_classes), tuple(sorted((k, tuple(x)) for k, x in a.must_bind.items())))
+        assert gold.setdefault(key, answer_key) == answer_key, v.task_id
