@@ -171,7 +171,7 @@ def main() -> None:
             if args.json:
                 print(json.dumps(result))
             elif "pages_per_s" in result:
-                print(f"{result['case']:>14}: {result['pages']} pages, {result['facts']} located lines in "
+                print(f"{result['case']:>14}: {result['pages']} pages, {result['facts']} located facts (lines, words) in "
                       f"{result['seconds']} s = {result['pages_per_s']} pages/s, peak RSS {result['peak_rss_mib_python']} MiB")
             elif "cells_per_s" in result:
                 print(f"{result['case']:>14}: {result['files']} workbooks, {result['cells']} cells in {result['seconds']} s "
