@@ -42,10 +42,11 @@ class Catalog:
 
 def workflow_key(row: dict[str, Any]) -> tuple[str, str]:
     """A NERDm record is one workflow; a plain folder record is one workflow per top-level folder."""
+    record = str(row["record_id"]).removeprefix("record:")  # versioned: two versions are two workflows
     if str(row["ark"]).startswith("folder:") and row.get("filepath") and "/" in row["filepath"]:
         top = row["filepath"].split("/", 1)[0]
-        return f"wf:{row['ark']}/{top}", f"{row['record_title']} / {top}"
-    return f"wf:{row['ark']}", str(row["record_title"])
+        return f"wf:{record}/{top}", f"{row['record_title']} / {top}"
+    return f"wf:{record}", str(row["record_title"])
 
 
 def load_catalog(graph: Graph) -> Catalog:
@@ -101,11 +102,20 @@ def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
         return str(cat.rows[evidence_id]["title"])
 
     def about(evidence_id: str, path: str | None = None) -> str:
-        """Every family frames its subject the same way, so the wording gives no family away."""
+        """Every family frames its subject the same way, so the wording gives no family away: a file of the
+        evidence item (for a folder, a member file: the defective one, else the first) and the item's title.
+        An item the record only references has no file: it is named by its title."""
         row = cat.rows[evidence_id]
-        return f"{path or row['filepath'] or row['title']} (in {title(evidence_id)})"
+        file = path or row.get("first_member") or row["filepath"]
+        return f"{file} (in {title(evidence_id)})" if file else title(evidence_id)
 
+    deepest: dict[str, dict[str, Any]] = {}
     for r in graph.query("compiler/family_source_integrity"):
+        # a defect in Cross_Sections/Tracks_Results shows on Cross_Sections too: bind it to the nearest folder
+        best = deepest.get(r["defect_id"])
+        if best is None or (r["depth"], r["evidence_id"]) < (best["depth"], best["evidence_id"]):
+            deepest[r["defect_id"]] = r
+    for r in sorted(deepest.values(), key=lambda row: row["defect_id"]):
         e = r["evidence_id"]
         subject = r["subject"] or cat.rows[e]["filepath"]
         if subject.endswith(".sha256"):
@@ -113,7 +123,10 @@ def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
         out.append(Moment(
             family=Family.SOURCE_INTEGRITY, key=r["defect_id"], workflow=cat.workflow_of[e],
             subject=about(e, subject), binding=[e], needed=[e], useful=[e],
-            reference_class=Action.FLAG_SOURCE_DEFECT, reference_payload=[e], accepted=[Action.FLAG_SOURCE_DEFECT],
+            # flagging is the reference; escalating after seeing the defect is accepted too, as on a packet
+            # whose defect stays unresolved (the same visible question must not have two gold answers)
+            reference_class=Action.FLAG_SOURCE_DEFECT, reference_payload=[e],
+            accepted=[Action.FLAG_SOURCE_DEFECT, Action.ABSTAIN_OR_ESCALATE],
             distractors_first=[], facts=[r["defect_id"]], pull=[e]))
     for r in graph.query("compiler/family_missing_evidence"):
         m = r["evidence_id"]
@@ -121,7 +134,7 @@ def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
         binding = [*companions, m]
         out.append(Moment(
             family=Family.MISSING_EVIDENCE, key=m, workflow=cat.workflow_of[m],
-            subject=about(m, cat.rows[m].get("target")),
+            subject=about(m),
             binding=binding, needed=binding, useful=binding, reference_class=Action.LOCALIZE_MISSING_EVIDENCE,
             reference_payload=[m], accepted=[Action.LOCALIZE_MISSING_EVIDENCE], distractors_first=[], facts=[m],
             pull=binding))
@@ -166,16 +179,19 @@ QUESTION = (
 
 
 def materialize(m: Moment, cat: Catalog) -> tuple[TaskView, TaskAnswer]:
-    # The id must not name the family: that is a variant label, which never reaches a policy.
-    task_id = f"task:{_h(m.family.value, m.key)[:16]}"
+    # Menu choice and order come from a private seed; the task id only from what the policy sees, so it
+    # cannot be inverted to the family or the gold item (a hash of family + key could be).
+    seed = _h(m.family.value, m.key)
     pool = [e for e in cat.by_workflow[m.workflow] if e not in m.binding]
-    pool.sort(key=lambda e: (e not in m.distractors_first, _h(task_id, e)))
+    pool.sort(key=lambda e: (e not in m.distractors_first, _h(seed, e)))
     chosen = list(m.binding) + pool[: max(0, MENU_SIZE - len(m.binding))]
-    chosen.sort(key=lambda e: _h(task_id, "order", e))
+    chosen.sort(key=lambda e: _h(seed, "order", e))
+    question = QUESTION.format(workflow=cat.workflows[m.workflow], subject=m.subject)
+    task_id = f"task:{_h(m.workflow, question, *chosen)[:16]}"
     menu = [MenuEntry(entry_id=f"E{i}", evidence_id=e, kind=cat.rows[e]["kind"], title=cat.rows[e]["title"],
                       request_action=REQUEST_FOR_KIND[cat.rows[e]["kind"]]) for i, e in enumerate(chosen, start=1)]
     view = TaskView(task_id=task_id, workflow_id=m.workflow, workflow_title=cat.workflows[m.workflow],
-                    question=QUESTION.format(workflow=cat.workflows[m.workflow], subject=m.subject), menu=menu,
+                    question=question, menu=menu,
                     actions=[*REQUESTS, *TERMINALS], horizon=len(menu) + 3)
     steps = [ReferenceStep(action=REQUEST_FOR_KIND[cat.rows[e]["kind"]], evidence_id=e) for e in m.pull]
     steps.append(ReferenceStep(action=m.reference_class, payload=m.reference_payload))
@@ -183,7 +199,7 @@ def materialize(m: Moment, cat: Catalog) -> tuple[TaskView, TaskAnswer]:
     if m.reference_payload:
         must_bind[m.reference_class.value] = list(m.reference_payload)
     flawed = [e for e in chosen if cat.objects[e].status != "archived" or cat.objects[e].defects]
-    answer = TaskAnswer(task_id=task_id, family=m.family, moment_id=f"moment:{_h(m.family.value, m.key)[:16]}",
+    answer = TaskAnswer(task_id=task_id, family=m.family, moment_id=f"moment:{seed[:16]}",
                         accepted_classes=m.accepted, binding=m.binding, needed=m.needed, useful=m.useful,
                         reference=steps, reference_class=m.reference_class, reference_payload=m.reference_payload,
                         must_bind=must_bind, must_not_submit=flawed, source_facts=m.facts)

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from compiler.models import EvidenceObject, Family, Manifest, TaskAnswer, TaskView
+from compiler.models import Action, EvidenceObject, Family, Manifest, TaskAnswer, TaskView
 from compiler.moments import find_moments, load_catalog, materialize
 from voe import __version__
 from voe.errors import InputError
@@ -54,7 +54,7 @@ def compile_package(graph: Graph, out: Path) -> CompileSummary:
     answers: list[TaskAnswer] = []
     rejected: dict[str, list[str]] = {}
     rejected_moments: list[tuple[TaskView, TaskAnswer, list[str]]] = []
-    owner: dict[tuple[str, frozenset[str]], tuple[str, TaskAnswer]] = {}
+    owner: dict[str, tuple[str, TaskAnswer]] = {}
     # families in priority order: when two moments look the same to a policy, the earlier family keeps it
     pairs.sort(key=lambda p: (FAMILY_ORDER.index(p[1].family), p[0].task_id))
     for view, answer in pairs:
@@ -62,9 +62,10 @@ def compile_package(graph: Graph, out: Path) -> CompileSummary:
             continue
         seen.add(view.task_id)
         failures = admission_failures(view, answer, set(cat.rows))
-        visible = (view.question, frozenset(e.evidence_id for e in view.menu))
+        # the question alone: a policy cannot tell two tasks apart by their distractors
+        visible = view.question
         if visible in owner and _gold(owner[visible][1]) != _gold(answer):
-            failures.append(f"same visible question and menu as {owner[visible][0]} with another gold answer")
+            failures.append(f"same visible question as {owner[visible][0]} with another gold answer")
         if failures:
             rejected[view.task_id] = failures
             rejected_moments.append((view, answer, failures))
@@ -127,6 +128,12 @@ def admission_failures(view: TaskView, answer: TaskAnswer, known: set[str]) -> l
         failures.append("the reference path does not match the episode (pulls off the menu, or binds unpulled evidence)")
     if answer.reference_class not in answer.accepted_classes or not set(answer.needed) <= set(pulls):
         failures.append("the verifier does not match the episode (reference class not accepted, or not grounded)")
+    ref_payload = set(answer.reference_payload)
+    if not set(answer.must_bind.get(answer.reference_class.value, [])) <= ref_payload or (
+            answer.reference_class == Action.SUBMIT_RISK_PACKET and ref_payload & set(answer.must_not_submit)):
+        failures.append("the reference payload fails its own binding rule")
+    if set(answer.must_bind) - {c.value for c in answer.accepted_classes}:
+        failures.append("binding rules for a class the task does not accept")
     return failures
 
 
@@ -150,8 +157,8 @@ def _store(graph: Graph, views: list[TaskView], answers: list[TaskAnswer], workf
             "question": v.question, "admitted": True, "must_not_submit": a.must_not_submit,
             **{f"must_bind_{cls}": a.must_bind.get(cls, []) for cls in ("flag_source_defect", "localize_missing_evidence",
                                                                          "submit_risk_packet")},
-            "admission": "deterministic filters passed: no verifier-only field, evidence refs exist, reference path "
-                         "and verifier match the episode, no answer artifact visible"}))
+            "admission": "deterministic filters passed: evidence refs exist, binding on the menu, reference path "
+                         "and verifier match the episode, no answer artifact visible, question not ambiguous"}))
         edges += [EdgeRow(Rel.IN_WORKFLOW, a.moment_id, Label.DECISION_MOMENT, v.workflow_id, Label.WORKFLOW),
                   EdgeRow(Rel.IN_WORKFLOW, v.task_id, Label.TASK, v.workflow_id, Label.WORKFLOW),
                   EdgeRow(Rel.DERIVED_FROM, v.task_id, Label.TASK, a.moment_id, Label.DECISION_MOMENT)]
@@ -177,6 +184,8 @@ def load_package(pkg: Path) -> tuple[list[TaskView], dict[str, EvidenceObject], 
         path = pkg / name
         try:
             text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text (byte {exc.start})", path=str(path)) from exc
         except OSError as exc:
             raise InputError(f"not a task package ({exc.strerror or exc}); create one with `voe compile`",
                              path=str(path)) from exc
@@ -194,7 +203,7 @@ def load_package(pkg: Path) -> tuple[list[TaskView], dict[str, EvidenceObject], 
         evidence = {x["evidence_id"]: EvidenceObject.model_validate(x) for x in lines("evidence.jsonl")}
         answers = {x["task_id"]: TaskAnswer.model_validate(x) for x in lines("answers.jsonl")}
         manifest = Manifest.model_validate_json((pkg / "manifest.json").read_text())
-    except (ValidationError, KeyError, OSError) as exc:
+    except (ValidationError, KeyError, OSError, TypeError, UnicodeDecodeError) as exc:
         raise InputError(f"package files do not match the package schema: {str(exc).splitlines()[0]}",
                          path=str(pkg)) from exc
     return views, evidence, answers, manifest

@@ -4,7 +4,7 @@ Granularity: one `Evidence` per subcollection (a folder of a record: its data fi
 receives when it asks for that object) and one per root-level data file. Checksum sidecars are
 integrity metadata of their targets, never evidence of their own. Each Evidence is `EVIDENCED_BY` its
 component and `LOCATED_AT` the facts that define it (the component's entry in the record file).
-Canonical id: `ev:<record identifier>/<path>`.
+Canonical id: `ev:<record identifier>@<version>/<path>` (the version keeps record versions apart).
 
 Kind, first rule that matches (path, title, media type and parsed format, case-insensitive):
 

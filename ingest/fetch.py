@@ -95,10 +95,12 @@ def fetch(record: str, into: Path, *, include: list[str] | None = None, max_byte
         size = comp.get("size") if isinstance(comp.get("size"), int) else None
         sha = str((comp.get("checksum") or {}).get("hash") or "").lower() or None
         target = (into / fp).resolve()
-        if not target.is_relative_to(root) or Path(fp).is_absolute():
+        if (not target.is_relative_to(root) or target == root or Path(fp).is_absolute() or fp.endswith("/")
+                or target == (root / "nerdm.json")):
             # a record must not write outside --into (`../x`, `/etc/x` in a filepath)
-            report.files.append(FileResult(filepath=fp, status="failed", error="filepath escapes --into; refused"))
-            say(f"[{n}/{len(wanted)}] {fp}: refused (path escapes --into)")
+            report.files.append(FileResult(filepath=fp, status="failed",
+                                           error="filepath escapes --into or names the record file; refused"))
+            say(f"[{n}/{len(wanted)}] {fp}: refused (not a file path inside --into)")
             continue
         if target.exists() and sha and _sha256(target) == sha:
             report.files.append(FileResult(filepath=fp, status="exists", bytes=target.stat().st_size))

@@ -12,7 +12,8 @@ from verifiers.metrics import CODEBOOK
 
 def _fmt(rate: dict[str, Any]) -> str:
     lo, hi = rate["ci95"]
-    return f"{rate['mean']:.3f} [{lo:.3f}, {hi:.3f}]"
+    flat = "*" if "no variance" in rate.get("method", "") else ""
+    return f"{rate['mean']:.3f} [{lo:.3f}, {hi:.3f}]{flat}"
 
 
 def write_report(summaries: list[dict[str, Any]], out: Path) -> Path:
@@ -68,7 +69,8 @@ def write_report(summaries: list[dict[str, Any]], out: Path) -> Path:
         "# voe run report", "## Headline", md(head, rows), "## By family (evidence-grounded valid, 95% CI)",
         md(fam_head, fam_rows), "## Failure codebook (trajectories per label)", md(code_head, code_rows),
         "![validity](validity.png)\n\n![by family](by_family.png)",
-        "Definitions: `verifiers/metrics.py`. Intervals: Student-t over passes (Wilson for one pass).", ""])
+        "Definitions: `verifiers/metrics.py`. Intervals: Student-t over passes (Wilson for one pass); `*` marks a "
+        "zero-width interval: the policy scored the same on every pass.", ""])
     (out / "report.md").write_text(text)
 
     def table(h: list[str], r: list[list[str]]) -> str:

@@ -306,7 +306,8 @@ def score_cmd(run_dir: Path, compare: Path | None, as_json: bool) -> None:
         return
     egv = summary["evidence_grounded_valid"]
     click.echo(f"{summary['policy']}: {summary['tasks']} tasks x {summary['passes']} passes")
-    click.echo(f"  evidence-grounded valid {egv['mean']:.3f} (95% CI {egv['ci95'][0]:.3f}-{egv['ci95'][1]:.3f}, "
+    flat = " no variance between passes," if "no variance" in egv["method"] else ""
+    click.echo(f"  evidence-grounded valid {egv['mean']:.3f} (95% CI {egv['ci95'][0]:.3f}-{egv['ci95'][1]:.3f},{flat} "
                f"{egv['count']} of {egv['n']})")
     click.echo(f"  action valid {summary['action_valid']['mean']:.3f}, useful precision {summary['useful_precision']:.3f}, "
                f"regret {summary['evidence_regret']:.2f}, cost score {summary['cost_score']:.3f}, "

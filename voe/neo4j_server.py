@@ -170,14 +170,14 @@ class LocalNeo4j:
         except ProcessLookupError:
             return None
         except PermissionError:
-            return pid
+            pass  # someone else's process: the command line below decides
         # A pid file can outlive its server and the number be reused: only a Neo4j of this instance counts,
         # so `down` never signals an unrelated process.
         try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             return pid  # no /proc (not Linux): trust the pid file
-        if ENTRY_POINT not in cmdline or str(self.home) not in cmdline:
+        if ENTRY_POINT not in args or f"--home-dir={self.home}" not in args:
             return None
         return pid
 

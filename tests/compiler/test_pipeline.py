@@ -23,8 +23,8 @@ from voe.graph import Graph
 SOURCES = ["mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template", "FACTS.md"]
 BASELINES = ["reference", "request_everything", "submit_all", "refuse_all", "random"]
 VERIFIER_ONLY = {"family", "binding", "needed", "useful", "reference", "reference_class", "reference_payload",
-                 "accepted_classes", "moment_id", "source_facts", "gold", "label", "variant", "answer", "split",
-                 "is_useful", "usefulness"}
+                 "accepted_classes", "moment_id", "source_facts", "must_bind", "must_not_submit", "gold", "label",
+                 "variant", "answer", "split", "is_useful", "usefulness"}
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +91,16 @@ def test_no_verifier_only_field_reaches_a_policy(compiled: dict[str, Any]) -> No
         assert not any(f in text for f in answer.source_facts if f.startswith("defect:"))  # the answer key
     for obj in (json.loads(x) for x in (pkg / "evidence.jsonl").read_text().splitlines()):
         assert not (_keys(obj) & VERIFIER_ONLY)
+
+
+def test_task_ids_are_made_from_what_the_policy_sees(compiled: dict[str, Any]) -> None:
+    """An id hashed from hidden inputs (family, gold item) could be inverted by a policy; this one cannot."""
+    import hashlib
+
+    views, _, _, _ = load_package(compiled["root"] / "pkg")
+    for v in views:
+        visible = [v.workflow_id, v.question, *(e.evidence_id for e in v.menu)]
+        assert v.task_id == "task:" + hashlib.sha256("\x1f".join(visible).encode()).hexdigest()[:16]
 
 
 def test_requests_return_only_what_the_archive_holds(compiled: dict[str, Any]) -> None:

@@ -165,5 +165,6 @@ def test_a_filepath_that_escapes_into_is_refused(pdr: PDR, tmp_path: Path, archi
     (served / "nerdm.json").write_text(json.dumps(doc))
     pdr.folder = served
     report = fetch(RECORD, tmp_path / "into", base_url=pdr.url, backoff=0)
-    assert [(f.status, f.error) for f in report.files] == [("failed", "filepath escapes --into; refused")]
+    assert [(f.status, f.error) for f in report.files] == [
+        ("failed", "filepath escapes --into or names the record file; refused")]
     assert not (tmp_path / "escaped.csv").exists()
