@@ -99,9 +99,5 @@ class FolderBuilder(RecordBuilder):
             self.g.problems.append(InputError(f"cannot be read ({exc.strerror or exc})", path=str(path)))
             self._stamp_parts.append(f"unreadable:{rel}".encode())
             return None
-        self._stamp_parts.append(f"held:{rel}:{local.sha256}:{local.size}".encode())
-        self.g.held += 1
-        fid = self.file(local, origin="payload")
-        self.g.edges.append(EdgeRow(Rel.STORED_AS, cid, Label.COMPONENT, fid, Label.FILE, {"path": rel}))
-        self.document(path, rel, local, cid)
+        self.held(path, rel, local, cid)
         return local

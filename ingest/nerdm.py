@@ -381,13 +381,17 @@ class RecordBuilder:
             self.g.problems.append(InputError(f"payload cannot be read ({reason})", path=str(path)))
             self._stamp_parts.append(f"unreadable:{comp.filepath}".encode())
             return None
-        self._stamp_parts.append(f"held:{comp.filepath}:{local.sha256}:{local.size}".encode())
+        self.held(path, comp.filepath, local, cid, parse=comp.kind is not Label.CHECKSUM_FILE)
+        return local
+
+    def held(self, path: Path, relpath: str, local: LocalBytes, cid: str, parse: bool = True) -> None:
+        """Bytes we hold for a component: stamp them, store the File, link it, and parse it by content."""
+        self._stamp_parts.append(f"held:{relpath}:{local.sha256}:{local.size}".encode())
         self.g.held += 1
         fid = self.file(local, origin="payload")
-        self.g.edges.append(EdgeRow(Rel.STORED_AS, cid, Label.COMPONENT, fid, Label.FILE, {"path": comp.filepath}))
-        if comp.kind is not Label.CHECKSUM_FILE:
-            self.document(path, comp.filepath, local, cid)
-        return local
+        self.g.edges.append(EdgeRow(Rel.STORED_AS, cid, Label.COMPONENT, fid, Label.FILE, {"path": relpath}))
+        if parse:
+            self.document(path, relpath, local, cid)
 
     # -- evidence objects ---------------------------------------------------------------------
     def _evidence(self, parsed: list[tuple[int, NerdmComponent, str]]) -> None:
