@@ -16,7 +16,7 @@ from typing import Any
 from ingest import ids
 from ingest.evidence import evidence_kind
 from ingest.files import LocalBytes, hash_file
-from ingest.nerdm import RecordBuilder, RecordGraph
+from ingest.nerdm import RecordBuilder, RecordGraph, _stamp
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ontology import Label, Rel
@@ -72,8 +72,6 @@ class FolderBuilder(RecordBuilder):
                 kind, rule = evidence_kind(f, None, None, info[1].format if info else None)
                 self.add_evidence(f, kind, rule, Path(f).name, cid, [loc], provenance=self.provenance)
         self.g.stamp = hashlib.sha256(b"\0".join(self._stamp_parts)).hexdigest()[:16]
-        from ingest.nerdm import _stamp
-
         _stamp(self.g.nodes, self.g.edges, self.g.stamp)
         return self.g
 

@@ -20,10 +20,10 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ingest import ids, media_types
-from ingest.defects import RULES, DefectKind
+from ingest.defects import RULES
 from ingest.documents import parse_file
 from ingest.evidence import evidence_kind, reference_kind
-from ingest.files import LocalBytes, canonical_json, escape_pointer_token, hash_file, list_files, span_sha256
+from ingest.files import LocalBytes, escape_pointer_token, hash_file, list_files, resolve_pointer, span_sha256
 from ingest.nerdm_schema import NerdmSchemas, Violation
 from ingest.parsers.model import Fact, Parsed
 from voe.errors import InputError
@@ -549,8 +549,6 @@ def _parse_component(raw: Any) -> NerdmComponent | None:
 
 
 def _value_at(doc: Any, pointer: str) -> Any:
-    from ingest.files import resolve_pointer
-
     try:
         return resolve_pointer(doc, pointer)
     except (KeyError, IndexError, ValueError, TypeError):
@@ -593,5 +591,3 @@ def build_record(path: Path, schemas: NerdmSchemas | None) -> RecordGraph:
         rg.late_elements = 0
     return rg
 
-
-__all__ = ["RecordGraph", "build_record", "canonical_json", "DefectKind"]
