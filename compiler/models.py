@@ -63,18 +63,28 @@ class TaskView(Strict):
     horizon: int
 
 
+class ObservedFact(Strict):
+    """One thing a reviewer holding the archive would see, stated as a fact (never as a verdict), with the
+    place it comes from (file, locator, sha256 of the span) when it is read from a file."""
+
+    statement: str
+    source: dict[str, Any] | None = None
+
+
 class EvidenceObject(Strict):
-    """What a request returns: the archived object, or only `status: unavailable`."""
+    """What a request returns: the archived object (`archived`), a record reference the archive names and
+    resolves elsewhere (`referenced`), or `unavailable` (no acquisition path), with what the archive itself
+    says about the item. `metadata` holds the same facts in structured form. Nothing here is a conclusion of
+    the compiler: no defect kind, rule name or defect list (DESIGN §4)."""
 
     evidence_id: str
-    status: str  # archived | unavailable
+    status: str  # archived | referenced | unavailable
     kind: str | None = None
     title: str | None = None
     record: str | None = None
     provenance: str | None = None
-    component: dict[str, Any] | None = None
-    defects: list[dict[str, Any]] = Field(default_factory=list)
-    locations: list[dict[str, Any]] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    facts: list[ObservedFact] = Field(default_factory=list)
 
 
 class ReferenceStep(Strict):
@@ -97,15 +107,18 @@ class TaskAnswer(Strict):
     reference_class: Action
     reference_payload: list[str]
     must_bind: dict[str, list[str]]  # accepted class -> ids its payload must name ("bound to that item")
-    must_not_submit: list[str]  # menu items a submitted packet may not rest on (unavailable or defective)
+    may_bind: dict[str, list[str]]  # terminal class -> the only ids its payload may name (strict payloads)
+    decision: str  # hash of the visible question and the gold: tasks sharing it are one decision
     source_facts: list[str]  # defect ids and other graph facts the moment was computed from
 
 
 class Manifest(BaseModel):
-    package_version: int = 1
+    package_version: int = 2
     compiler_version: str
     content_hash: str
     graph_hash: str
     sources: list[dict[str, Any]]
     counts: dict[str, Any]
     files: dict[str, str]
+    annotator: str = "deterministic template"
+    gate: dict[str, Any] = Field(default_factory=dict)

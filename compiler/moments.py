@@ -1,12 +1,38 @@
-"""Decision moments -> realized-only tasks. Every candidate comes from a family query in cypher/compiler/;
-this module only arranges what those queries return (menus, framing, reference path). Nothing is invented:
-a menu entry whose evidence has no acquisition path answers `unavailable`."""
+"""Decision moments -> realized-only tasks.
+
+The catalog query (cypher/compiler/evidence_catalog.cypher) gathers every item's facts; the gap and defect
+queries (cypher/compiler/family_missing_evidence.cypher, family_source_integrity.cypher) find the moments
+whose call rests on a graph fact. Nothing is invented: an item with no acquisition path answers
+`unavailable`, and what a request returns is compiler/observations.py's statement of the archive's facts.
+
+A task is a packet: a subject item and the items the packet is to rest on (its support), both named in the
+question. The support of an item is its workflow's readme (a source document named readme) or, for a
+release-note item, the changelog of the release that changed it; a workflow holding k >= 2 clean
+calibration artifacts adds all k. One subject is one decision; its family (and the gold) follows from
+verifier-only graph facts, first that applies:
+
+  missing_evidence         the subject is a file a release removed (the archive has no acquisition path):
+                           localize it, after pulling it and its support
+  packet_submission        the subject was renamed by a release: submit the renamed file with the support
+  (renamed)                (the name is gone, the content is not: a hard negative for "localize the unavailable")
+  source_integrity         the subject (or a file inside it) has a defect: flag it, after pulling it
+  packet_escalation        the subject is clean but a support item has a defect nothing in the archive
+                           resolves: abstain_or_escalate, after pulling both
+  calibration_sufficiency  clean subject and k >= 2 clean calibration artifacts: submit all of them
+  packet_submission        clean subject and support: submit exactly the packet
+
+Candidates a policy would answer the same way on the same pattern of facts are near-duplicate decisions:
+clean submissions are capped per workflow (CLEAN_PER_WORKFLOW, CALIBRATION_PER_WORKFLOW) and a release's
+removals, renames and changes per workflow (RELEASE_CAP), chosen by a hash of the subject with the items a
+changelog names first; the rest still serve as menu entries. Defects and escalations are never capped.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.models import (
@@ -21,10 +47,15 @@ from compiler.models import (
     TaskAnswer,
     TaskView,
 )
+from compiler.observations import observe
 from voe.graph import Graph
 
 MENU_SIZE = 6
-MAX_COMPANIONS = 2
+CLEAN_PER_WORKFLOW = 1
+RELEASE_CAP = 3
+CALIBRATION_PER_WORKFLOW = 2
+README_RE = re.compile(r"read_?me", re.I)
+SUBJECT_KINDS = ("characterization", "process_record")
 
 
 def _h(*parts: str) -> str:
@@ -38,13 +69,16 @@ class Catalog:
     by_workflow: dict[str, list[str]]
     workflows: dict[str, str]  # id -> title
     workflow_of: dict[str, str]  # evidence id -> workflow id
+    own_defects: dict[str, list[str]] = field(default_factory=dict)  # evidence id -> defect ids bound to it
 
 
 def workflow_key(row: dict[str, Any]) -> tuple[str, str]:
-    """A NERDm record is one workflow; a plain folder record is one workflow per top-level folder."""
+    """A NERDm record is one workflow; a plain folder record is one workflow per top-level folder (a
+    release-note item belongs to the folder of the summary that lists it)."""
     record = str(row["record_id"]).removeprefix("record:")  # versioned: two versions are two workflows
-    if str(row["ark"]).startswith("folder:") and row.get("filepath") and "/" in row["filepath"]:
-        top = row["filepath"].split("/", 1)[0]
+    path = row.get("filepath") or row.get("listed_in")
+    if str(row["ark"]).startswith("folder:") and path and "/" in path:
+        top = path.split("/", 1)[0]
         return f"wf:{record}/{top}", f"{row['record_title']} / {top}"
     return f"wf:{record}", str(row["record_title"])
 
@@ -56,151 +90,244 @@ def load_catalog(graph: Graph) -> Catalog:
     titles: dict[str, str] = {}
     wf_of: dict[str, str] = {}
     for row in graph.query("compiler/evidence_catalog"):
+        if row["record_provenance"] == "reconstructed":
+            continue  # a catalog written from facts about records NIST publishes: no decision rests on it
         eid = row["evidence_id"]
+        row["name"] = row["title"]
+        if row["provenance"] == "release_notes":  # two summaries list the same basename: say which one
+            row["title"] = f"{row['name']} ({str(row.get('listed_in')).rsplit('/', 1)[-1]})"
         rows[eid] = row
         wf, title = workflow_key(row)
         titles[wf] = title
         wf_of[eid] = wf
         by_wf[wf].append(eid)
-        if row["available"]:
-            objects[eid] = EvidenceObject(
-                evidence_id=eid, status="archived", kind=row["kind"], title=row["title"], record=row["ark"],
-                provenance=row["provenance"],
-                component={k: row[k] for k in ("component_path", "media_type", "declared_size", "declared_sha256",
-                                               "held", "download_url")},
-                defects=sorted(({k: d[k] for k in ("kind", "detail", "subject")} for d in row["defects"]),
-                               key=lambda d: (d["kind"], d["subject"] or "", d["detail"])),
-                locations=sorted(row["locations"], key=lambda loc: (loc["path"] or "", loc["locator"] or "")),
-            )
-        else:
-            objects[eid] = EvidenceObject(evidence_id=eid, status="unavailable")
-    return Catalog(objects, rows, {k: sorted(v) for k, v in by_wf.items()}, titles, wf_of)
+        objects[eid] = observe(row)
+    cat = Catalog(objects, rows, {k: sorted(v) for k, v in by_wf.items()}, titles, wf_of)
+    cat.own_defects = _bind_defects(graph, cat)
+    return cat
+
+
+def _bind_defects(graph: Graph, cat: Catalog) -> dict[str, list[str]]:
+    """A defect in Cross_Sections/Tracks_Results shows on Cross_Sections too: bind it to the nearest folder."""
+    nearest: dict[str, dict[str, Any]] = {}
+    for r in graph.query("compiler/family_source_integrity"):
+        if r["evidence_id"] not in cat.rows:
+            continue
+        best = nearest.get(r["defect_id"])
+        if best is None or (r["depth"], r["evidence_id"]) < (best["depth"], best["evidence_id"]):
+            nearest[r["defect_id"]] = r
+    out: dict[str, list[str]] = defaultdict(list)
+    for did, r in sorted(nearest.items()):
+        out[r["evidence_id"]].append(did)
+    return dict(out)
 
 
 @dataclass
 class Moment:
     family: Family
-    key: str
     workflow: str
-    subject: str  # what the framing names
-    binding: list[str]
+    subject: str  # the subject item's evidence id
+    support: list[str]
+    binding: list[str]  # what the menu must offer
     needed: list[str]
     useful: list[str]
     reference_class: Action
     reference_payload: list[str]
-    accepted: list[Action]
-    distractors_first: list[str]
-    facts: list[str]
     pull: list[str]
-    must_bind: dict[str, list[str]] | None = None
+    facts: list[str]
+    hard_negatives: list[str] = field(default_factory=list)
+
+
+def _support(cat: Catalog, e: str) -> list[str]:
+    row = cat.rows[e]
+    wf = cat.workflow_of[e]
+    if row["provenance"] == "release_notes":
+        want = f"changelog_{row.get('release_to')}.txt"
+        return [x for x in cat.by_workflow[wf] if (cat.rows[x].get("filepath") or "").endswith(want)][:1]
+    readmes = [x for x in cat.by_workflow[wf] if x != e and cat.rows[x]["kind"] == "source_document"
+               and cat.objects[x].status == "archived"
+               and README_RE.search(f"{cat.rows[x].get('filepath') or ''} {cat.rows[x]['title']}")]
+    support = readmes[:1]
+    calibration = [x for x in cat.by_workflow[wf] if x != e and cat.rows[x]["kind"] == "calibration_artifact"
+                   and cat.objects[x].status == "archived" and not cat.own_defects.get(x)]
+    if len(calibration) >= 2:
+        support += calibration
+    return support
+
+
+def _is_container(cat: Catalog, e: str) -> bool:
+    """A folder holding other evidence folders: a packet on it would be a packet on each of them."""
+    return bool(cat.rows[e]["is_folder"] and cat.rows[e]["subfolders"])
 
 
 def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
     out: list[Moment] = []
+    gaps = {r["evidence_id"] for r in graph.query("compiler/family_missing_evidence") if r["evidence_id"] in cat.rows}
+    release_seen: set[tuple[str, str]] = set()
+    for e in sorted(cat.rows, key=lambda x: (-_release_rank(cat.rows[x]), x)):
+        row = cat.rows[e]
+        wf = cat.workflow_of[e]
+        status = row.get("release_status")
+        if row["provenance"] == "release_notes":
+            if (wf, row["name"]) in release_seen or status not in ("removed", "renamed", "changed"):
+                continue
+            release_seen.add((wf, row["name"]))  # the latest summary that lists a file speaks for it
+        elif row["kind"] not in SUBJECT_KINDS and not cat.own_defects.get(e):
+            continue
+        if _is_container(cat, e) or cat.objects[e].status == "referenced":
+            continue
+        support = _support(cat, e)
+        defects = cat.own_defects.get(e, [])
+        if e in gaps:
+            binding = [e, *support]
+            out.append(Moment(Family.MISSING_EVIDENCE, wf, e, support, binding, binding, binding,
+                              Action.LOCALIZE_MISSING_EVIDENCE, [e], binding, [e]))
+        elif status == "renamed":
+            target = _rename_target(cat, e)
+            if target is None:
+                continue
+            binding = [e, target, *support]
+            out.append(Moment(Family.PACKET_SUBMISSION, wf, e, support, binding, binding, binding,
+                              Action.SUBMIT_RISK_PACKET, [target, *support], binding, [e, target]))
+        elif defects:
+            out.append(Moment(Family.SOURCE_INTEGRITY, wf, e, support, [e, *support], [e], [e],
+                              Action.FLAG_SOURCE_DEFECT, [e], [e], list(defects)))
+        elif bad := [s for s in support if cat.own_defects.get(s)]:
+            binding = [e, *support]
+            out.append(Moment(Family.PACKET_ESCALATION, wf, e, support, binding, [e, *bad], binding,
+                              Action.ABSTAIN_OR_ESCALATE, [], binding,
+                              [d for s in bad for d in cat.own_defects[s]]))
+        elif cat.objects[e].status == "archived":
+            binding = [e, *support]
+            family = (Family.CALIBRATION_SUFFICIENCY
+                      if sum(cat.rows[s]["kind"] == "calibration_artifact" for s in support) >= 2
+                      else Family.PACKET_SUBMISSION)
+            out.append(Moment(family, wf, e, support, binding, binding, binding, Action.SUBMIT_RISK_PACKET,
+                              binding, binding, binding))
+    return _cap(out, cat)
 
-    def title(evidence_id: str) -> str:
-        return str(cat.rows[evidence_id]["title"])
 
-    def about(evidence_id: str, path: str | None = None) -> str:
-        """Every family frames its subject the same way, so the wording gives no family away: a file of the
-        evidence item (for a folder, a member file: the defective one, else the first) and the item's title.
-        An item the record only references has no file: it is named by its title."""
-        row = cat.rows[evidence_id]
-        file = path or row.get("first_member") or row["filepath"]
-        return f"{file} (in {title(evidence_id)})" if file else title(evidence_id)
+def _release_rank(row: dict[str, Any]) -> int:
+    to = str(row.get("release_to") or "0")
+    return sum(int(p) * 1000 ** (2 - i) for i, p in enumerate(to.split(".")[:3]) if p.isdigit())
 
-    deepest: dict[str, dict[str, Any]] = {}
-    for r in graph.query("compiler/family_source_integrity"):
-        # a defect in Cross_Sections/Tracks_Results shows on Cross_Sections too: bind it to the nearest folder
-        best = deepest.get(r["defect_id"])
-        if best is None or (r["depth"], r["evidence_id"]) < (best["depth"], best["evidence_id"]):
-            deepest[r["defect_id"]] = r
-    for r in sorted(deepest.values(), key=lambda row: row["defect_id"]):
-        e = r["evidence_id"]
-        subject = r["subject"] or cat.rows[e]["filepath"]
-        if subject.endswith(".sha256"):
-            subject = subject[: -len(".sha256")]  # a sidecar's defect is a question about its target
-        out.append(Moment(
-            family=Family.SOURCE_INTEGRITY, key=r["defect_id"], workflow=cat.workflow_of[e],
-            subject=about(e, subject), binding=[e], needed=[e], useful=[e],
-            # flagging is the reference; escalating after seeing the defect is accepted too, as on a packet
-            # whose defect stays unresolved (the same visible question must not have two gold answers)
-            reference_class=Action.FLAG_SOURCE_DEFECT, reference_payload=[e],
-            accepted=[Action.FLAG_SOURCE_DEFECT, Action.ABSTAIN_OR_ESCALATE],
-            distractors_first=[], facts=[r["defect_id"]], pull=[e]))
-    for r in graph.query("compiler/family_missing_evidence"):
-        m = r["evidence_id"]
-        companions = [c for c in r["companions"] if c in cat.rows][:MAX_COMPANIONS]
-        binding = [*companions, m]
-        out.append(Moment(
-            family=Family.MISSING_EVIDENCE, key=m, workflow=cat.workflow_of[m],
-            subject=about(m),
-            binding=binding, needed=binding, useful=binding, reference_class=Action.LOCALIZE_MISSING_EVIDENCE,
-            reference_payload=[m], accepted=[Action.LOCALIZE_MISSING_EVIDENCE], distractors_first=[], facts=[m],
-            pull=binding))
-    calibration_targets: set[str] = set()
-    for r in graph.query("compiler/family_calibration_sufficiency"):
-        t = r["evidence_id"]
-        calibration_targets.add(t)
-        binding = [*sorted(r["calibration"]), t]
-        out.append(Moment(
-            family=Family.CALIBRATION_SUFFICIENCY, key=t, workflow=cat.workflow_of[t], subject=about(t),
-            binding=binding, needed=binding, useful=binding, reference_class=Action.SUBMIT_RISK_PACKET,
-            reference_payload=binding, accepted=[Action.SUBMIT_RISK_PACKET], distractors_first=[], facts=binding,
-            pull=binding))
-    for r in graph.query("compiler/family_packet_submission"):
-        t = r["evidence_id"]
-        if t in calibration_targets:
-            continue  # the same question would have two gold answers: the calibration moment owns it
-        out.append(Moment(
-            family=Family.PACKET_SUBMISSION, key=t, workflow=cat.workflow_of[t], subject=about(t), binding=[t],
-            needed=[t], useful=[t], reference_class=Action.SUBMIT_RISK_PACKET, reference_payload=[t],
-            accepted=[Action.SUBMIT_RISK_PACKET], distractors_first=[n for n in r["notes"] if n in cat.rows],
-            facts=[t], pull=[t]))
-    for r in graph.query("compiler/family_packet_escalation"):
-        bad, ok = r["evidence_id"], r["partner"]
-        # seeing the unresolved defect is what justifies escalating; flagging it is an accepted answer too
-        out.append(Moment(
-            family=Family.PACKET_ESCALATION, key=f"{bad}|{ok}", workflow=cat.workflow_of[bad],
-            subject=about(bad), binding=[bad, ok], needed=[bad], useful=[bad, ok],
-            reference_class=Action.ABSTAIN_OR_ESCALATE, reference_payload=[],
-            accepted=[Action.ABSTAIN_OR_ESCALATE, Action.FLAG_SOURCE_DEFECT], distractors_first=[], facts=[bad, ok],
-            pull=[bad, ok], must_bind={Action.FLAG_SOURCE_DEFECT.value: [bad]}))
+
+def _rename_target(cat: Catalog, e: str) -> str | None:
+    row = cat.rows[e]
+    for x in cat.by_workflow[cat.workflow_of[e]]:
+        r = cat.rows[x]
+        if (r.get("listed_in") == row.get("listed_in") and r["name"] == row.get("renamed_to")
+                and cat.objects[x].status == "archived"):
+            return x
+    return None
+
+
+def _cap(moments: list[Moment], cat: Catalog) -> list[Moment]:
+    """Keep every defect and escalation; cap clean submissions per workflow and a release's removals, renames
+    and changes per workflow, choosing by a hash of the subject (items a changelog names first)."""
+    groups: dict[tuple[str, ...], list[Moment]] = defaultdict(list)
+    kept: list[Moment] = []
+    for m in moments:
+        row = cat.rows[m.subject]
+        if m.family in (Family.PACKET_SUBMISSION, Family.CALIBRATION_SUFFICIENCY, Family.MISSING_EVIDENCE):
+            if row["provenance"] == "release_notes":
+                groups[("release", m.workflow, str(row.get("release_status")))].append(m)
+            elif m.family == Family.MISSING_EVIDENCE:
+                kept.append(m)
+            else:
+                groups[("clean", m.workflow, m.family.value)].append(m)
+        else:
+            kept.append(m)
+    for key, ms in sorted(groups.items()):
+        cap = RELEASE_CAP if key[0] == "release" else CALIBRATION_PER_WORKFLOW if key[2] == Family.CALIBRATION_SUFFICIENCY \
+            else CLEAN_PER_WORKFLOW
+        ms.sort(key=lambda m: (not _documented(cat, m.subject), _h("cap", m.subject)))
+        kept += ms[:cap]
+    return kept
+
+
+def _documented(cat: Catalog, e: str) -> bool:
+    """A changelog line names the item (e.g. the 2.1.0 correction of 718-SH1.xml)."""
+    return any((loc.get("path") or "").rsplit("/", 1)[-1].startswith("changelog")
+               for loc in cat.rows[e]["locations"])
+
+
+def hard_negatives(cat: Catalog, wf: str, exclude: set[str]) -> list[str]:
+    """Items whose facts look suspicious but are no defect under the rules (ingest/defects.py, 'Not
+    defects'): bytes this copy does not hold, a release's rename or change, a reference the archive names
+    elsewhere, a CSV with a BOM and CRLF; and defective items that are not the decision's (flagging them is
+    wrong): they go on menus first so that "flag anything odd" fails."""
+    out = []
+    for e in cat.by_workflow[wf]:
+        if e in exclude:
+            continue
+        row, obj = cat.rows[e], cat.objects[e]
+        odd = (obj.status in ("referenced", "unavailable") or row.get("release_status") in ("renamed", "changed")
+               or (obj.status == "archived" and not row.get("held") and not row["is_folder"])
+               or bool(cat.own_defects.get(e)))
+        if odd:
+            out.append(e)
     return out
 
 
 QUESTION = (
-    "Workflow: {workflow}. A risk packet on {subject} is about to be assembled from this archive. Request the "
-    "evidence you need from the menu (each entry names its request action), then end with exactly one terminal "
-    "action: submit_risk_packet (payload: the evidence ids the packet rests on), flag_source_defect (payload: the "
-    "evidence ids with a provenance or checkability defect), localize_missing_evidence (payload: the evidence ids "
-    "the archive cannot provide), or abstain_or_escalate."
+    "Workflow: {workflow}. A risk packet on {subject} is about to be assembled from this archive{support}. "
+    "Request the evidence you need from the menu (each entry names its request action), then end with exactly "
+    "one terminal action: submit_risk_packet (payload: exactly the evidence ids the packet rests on), "
+    "flag_source_defect (the item the packet is on has a provenance or checkability defect; payload: the "
+    "defective items, nothing clean), localize_missing_evidence (the archive cannot provide an item the packet "
+    "needs; payload: the missing items only), or abstain_or_escalate (the packet cannot be completed as stated: "
+    "an item it must rest on has a defect that nothing in the archive resolves, or its items conflict)."
 )
+
+
+def _about(cat: Catalog, e: str) -> str:
+    """Every family frames its subject the same way: a file of the item (a folder: its first member file) and
+    the item's title; a release-note item by the summary that lists it."""
+    row = cat.rows[e]
+    if row["provenance"] == "release_notes":
+        return str(row["title"])
+    members = row.get("members") or []
+    file = members[0]["path"] if row["is_folder"] and members else row.get("filepath")
+    return f"{file} (in {row['title']})" if file else str(row["title"])
 
 
 def materialize(m: Moment, cat: Catalog) -> tuple[TaskView, TaskAnswer]:
     # Menu choice and order come from a private seed; the task id only from what the policy sees, so it
-    # cannot be inverted to the family or the gold item (a hash of family + key could be).
-    seed = _h(m.family.value, m.key)
-    pool = [e for e in cat.by_workflow[m.workflow] if e not in m.binding]
-    pool.sort(key=lambda e: (e not in m.distractors_first, _h(seed, e)))
-    chosen = list(m.binding) + pool[: max(0, MENU_SIZE - len(m.binding))]
+    # cannot be inverted to the family or the gold item (a hash of family + subject could be).
+    seed = _h(m.family.value, m.subject)
+    binding = list(dict.fromkeys(m.binding))
+    odd = set(hard_negatives(cat, m.workflow, set(binding)))
+    pool = [e for e in cat.by_workflow[m.workflow] if e not in binding]
+    pool.sort(key=lambda e: (e not in odd, _h(seed, e)))
+    chosen = binding + pool[: max(0, MENU_SIZE - len(binding))]
     chosen.sort(key=lambda e: _h(seed, "order", e))
-    question = QUESTION.format(workflow=cat.workflows[m.workflow], subject=m.subject)
+    support = ""
+    if m.support:
+        names = ", ".join(str(cat.rows[s]["title"]) for s in m.support)
+        support = f"; it is to rest on {cat.rows[m.subject]['title']} together with {names}"
+    question = QUESTION.format(workflow=cat.workflows[m.workflow], subject=_about(cat, m.subject), support=support)
     task_id = f"task:{_h(m.workflow, question, *chosen)[:16]}"
     menu = [MenuEntry(entry_id=f"E{i}", evidence_id=e, kind=cat.rows[e]["kind"], title=cat.rows[e]["title"],
                       request_action=REQUEST_FOR_KIND[cat.rows[e]["kind"]]) for i, e in enumerate(chosen, start=1)]
     view = TaskView(task_id=task_id, workflow_id=m.workflow, workflow_title=cat.workflows[m.workflow],
-                    question=question, menu=menu,
-                    actions=[*REQUESTS, *TERMINALS], horizon=len(menu) + 3)
+                    question=question, menu=menu, actions=[*REQUESTS, *TERMINALS], horizon=len(menu) + 3)
     steps = [ReferenceStep(action=REQUEST_FOR_KIND[cat.rows[e]["kind"]], evidence_id=e) for e in m.pull]
     steps.append(ReferenceStep(action=m.reference_class, payload=m.reference_payload))
-    must_bind = dict(m.must_bind or {})
+    defective = [e for e in chosen if cat.own_defects.get(e)]
+    missing = [e for e in chosen if e in binding and m.family == Family.MISSING_EVIDENCE and e == m.subject]
+    must_bind: dict[str, list[str]] = {}
     if m.reference_payload:
         must_bind[m.reference_class.value] = list(m.reference_payload)
-    flawed = [e for e in chosen if cat.objects[e].status != "archived" or cat.objects[e].defects]
+    # strict payloads: a flag names defective items only, a localize the missing items only, a submit exactly
+    # the packet; a class the task does not accept may name anything (it is wrong anyway)
+    may_bind = {Action.FLAG_SOURCE_DEFECT.value: defective, Action.LOCALIZE_MISSING_EVIDENCE.value: missing,
+                Action.SUBMIT_RISK_PACKET.value: list(m.reference_payload)
+                if m.reference_class == Action.SUBMIT_RISK_PACKET else []}
+    gold = (m.reference_class.value, tuple(sorted(must_bind.get(m.reference_class.value, []))))
     answer = TaskAnswer(task_id=task_id, family=m.family, moment_id=f"moment:{seed[:16]}",
-                        accepted_classes=m.accepted, binding=m.binding, needed=m.needed, useful=m.useful,
+                        accepted_classes=[m.reference_class], binding=binding, needed=m.needed, useful=m.useful,
                         reference=steps, reference_class=m.reference_class, reference_payload=m.reference_payload,
-                        must_bind=must_bind, must_not_submit=flawed, source_facts=m.facts)
+                        must_bind=must_bind, may_bind=may_bind, decision=_h(question, repr(gold))[:16],
+                        source_facts=m.facts)
     return view, answer

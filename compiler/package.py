@@ -19,7 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from compiler.models import Action, EvidenceObject, Family, Manifest, TaskAnswer, TaskView
+from compiler.gate import GateReport, run_gate
+from compiler.models import EvidenceObject, Family, Manifest, TaskAnswer, TaskView
 from compiler.moments import find_moments, load_catalog, materialize
 from voe import __version__
 from voe.errors import InputError
@@ -38,6 +39,10 @@ class CompileSummary(BaseModel):
     content_hash: str
     graph_hash: str
     out: str
+    decisions: int
+    largest_item_group: int
+    gate_passed: bool
+    gate: list[dict[str, Any]]
 
 
 def _jsonl(models: list[Any]) -> bytes:
@@ -89,17 +94,32 @@ def compile_package(graph: Graph, out: Path) -> CompileSummary:
     for name, model in (("task", TaskView), ("evidence", EvidenceObject), ("answer", TaskAnswer), ("manifest", Manifest)):
         (out / "schema" / f"{name}.schema.json").write_text(json.dumps(model.model_json_schema(), indent=2, sort_keys=True))
     families = dict(sorted(Counter(a.family.value for a in answers).items()))
+    by_item = Counter(e for a in answers for e in set(a.binding))
+    decisions = len({a.decision for a in answers})
+    gate = run_gate(views, {e.evidence_id: e for e in evidence}, {a.task_id: a for a in answers})
     counts: dict[str, Any] = {"rejected": len(rejected), "tasks": len(views),
                               "workflows": len({v.workflow_id for v in views}), "families": families,
-              "evidence_entries": sum(len(v.menu) for v in views), "canonical_evidence": len(offered)}
+                              "decisions": decisions,
+                              "decisions_by_family": dict(sorted(Counter(
+                                  a.family.value for a in {a.decision: a for a in answers}.values()).items())),
+                              "largest_item_group": max(by_item.values(), default=0),
+                              "evidence_entries": sum(len(v.menu) for v in views), "canonical_evidence": len(offered)}
     manifest = Manifest(compiler_version=COMPILER_VERSION, content_hash=content_hash, graph_hash=graph_hash,
                         sources=[{k: r[k] for k in ("ark", "version", "title", "provenance", "stamp")} for r in records],
-                        counts=counts, files={n: hashlib.sha256(d).hexdigest() for n, d in sorted(files.items())})
+                        counts=counts, files={n: hashlib.sha256(d).hexdigest() for n, d in sorted(files.items())},
+                        annotator="deterministic template (compiler/moments.py QUESTION)",
+                        gate=gate.model_dump())
     (out / "manifest.json").write_text(json.dumps(manifest.model_dump(), indent=2, sort_keys=True) + "\n")
     _store(graph, views, answers, cat.workflows, content_hash, rejected_moments)
     return CompileSummary(tasks=len(views), workflows=counts["workflows"], families=families,
                           evidence_entries=counts["evidence_entries"], canonical_evidence=len(offered),
-                          content_hash=content_hash, graph_hash=graph_hash, out=str(out))
+                          content_hash=content_hash, graph_hash=graph_hash, out=str(out), decisions=decisions,
+                          largest_item_group=counts["largest_item_group"], gate_passed=gate.passed,
+                          gate=[r.model_dump() for r in gate.rows])
+
+
+def gate_table(summary: CompileSummary) -> str:
+    return GateReport.model_validate({"passed": summary.gate_passed, "rows": summary.gate}).table()
 
 
 FAMILY_ORDER = [Family.SOURCE_INTEGRITY, Family.MISSING_EVIDENCE, Family.CALIBRATION_SUFFICIENCY,
@@ -129,12 +149,16 @@ def admission_failures(view: TaskView, answer: TaskAnswer, known: set[str]) -> l
     if answer.reference_class not in answer.accepted_classes or not set(answer.needed) <= set(pulls):
         failures.append("the verifier does not match the episode (reference class not accepted, or not grounded)")
     ref_payload = set(answer.reference_payload)
+    allowed = answer.may_bind.get(answer.reference_class.value)
     if not set(answer.must_bind.get(answer.reference_class.value, [])) <= ref_payload or (
-            answer.reference_class == Action.SUBMIT_RISK_PACKET and ref_payload & set(answer.must_not_submit)):
+            allowed is not None and not ref_payload <= set(allowed)):
         failures.append("the reference payload fails its own binding rule")
     if set(answer.must_bind) - {c.value for c in answer.accepted_classes}:
         failures.append("binding rules for a class the task does not accept")
     return failures
+
+
+BINDING_CLASSES = ("flag_source_defect", "localize_missing_evidence", "submit_risk_packet")
 
 
 def _store(graph: Graph, views: list[TaskView], answers: list[TaskAnswer], workflows: dict[str, str],
@@ -154,9 +178,9 @@ def _store(graph: Graph, views: list[TaskView], answers: list[TaskAnswer], workf
         nodes.append(NodeRow(v.task_id, (Label.TASK,), {
             "family": a.family.value, "package": package, "accepted_classes": [c.value for c in a.accepted_classes],
             "reference_class": a.reference_class.value, "needed": a.needed, "useful": a.useful, "horizon": v.horizon,
-            "question": v.question, "admitted": True, "must_not_submit": a.must_not_submit,
-            **{f"must_bind_{cls}": a.must_bind.get(cls, []) for cls in ("flag_source_defect", "localize_missing_evidence",
-                                                                         "submit_risk_packet")},
+            "question": v.question, "admitted": True, "decision": a.decision,
+            **{f"must_bind_{cls}": a.must_bind.get(cls, []) for cls in BINDING_CLASSES},
+            **{f"may_bind_{cls}": a.may_bind.get(cls, []) for cls in BINDING_CLASSES},
             "admission": "deterministic filters passed: evidence refs exist, binding on the menu, reference path "
                          "and verifier match the episode, no answer artifact visible, question not ambiguous"}))
         edges += [EdgeRow(Rel.IN_WORKFLOW, a.moment_id, Label.DECISION_MOMENT, v.workflow_id, Label.WORKFLOW),

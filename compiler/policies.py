@@ -47,6 +47,15 @@ def random_policy(view: TaskView, answer: TaskAnswer, history: list[dict[str, An
     return {"action": terminal.value, "payload": payload}
 
 
+class _Hidden:
+    """Stands in for the answer given to non-reference policies: any attribute access is a bug."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"policies other than reference may not read answer.{name}")
+
+
+NO_ANSWER: Any = _Hidden()
+
 POLICIES: dict[str, Policy] = {
     "reference": reference,
     "request_everything": request_everything,

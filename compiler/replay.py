@@ -1,6 +1,7 @@
 """The replay environment: `reset(task)` and `step(action)` over the seven actions, realized-only.
 
-A request returns the archived object from the package (or `unavailable`); nothing is generated. Plumbing
+A request returns the observation the package holds for the item (`archived`, `referenced`, or
+`unavailable` with what the archive says of it); nothing is generated. Plumbing
 outcomes are recorded as such: `parse_error` (not an action object), `off_menu` (an unknown action, an
 evidence id not on the menu, or the wrong request action for it), `duplicate` (an evidence already pulled;
 three in a row end the episode as `duplicate_loop`) and `horizon_exhausted`.
@@ -105,7 +106,7 @@ class ReplayEnv:
             self.dup_run = 0
             self.requested.append(eid)
             obj = self.evidence.get(eid) or EvidenceObject(evidence_id=eid, status="unavailable")
-            outcome = "revealed" if obj.status == "archived" else "unavailable"
+            outcome = "unavailable" if obj.status == "unavailable" else "revealed"
             return self._finish_if_horizon(self._record(raw, outcome, action=name, evidence_id=eid,
                                                         observation=obj.model_dump(mode="json")))
         if name in {a.value for a in TERMINALS}:

@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from compiler.package import load_package
-from compiler.policies import POLICIES, Policy
+from compiler.policies import NO_ANSWER, POLICIES, Policy
+from compiler.probes import PROBES
 from compiler.replay import ReplayEnv, TrajectorySummary
 from voe.errors import UsageError
 
@@ -35,10 +36,11 @@ class RunInfo(BaseModel):
 
 def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy_fn: Policy | None = None) -> RunInfo:
     """Run `policy` (a baseline name; or any name with `policy_fn`, e.g. an agent or a scripted test policy)."""
-    if policy_fn is None and policy not in POLICIES:
-        raise UsageError(f"unknown policy {policy!r}; choose from {', '.join(POLICIES)}")
+    known = {**POLICIES, **{f"probe:{k}": v for k, v in PROBES.items()}}
+    if policy_fn is None and policy not in known:
+        raise UsageError(f"unknown policy {policy!r}; choose from {', '.join(known)}")
     views, evidence, answers, manifest = load_package(pkg)
-    act = policy_fn or POLICIES[policy]
+    act = policy_fn or known[policy]
     env = ReplayEnv(evidence)
     run_id = f"run:{policy}:{manifest.content_hash[:12]}:s{seed}:p{passes}"
     started = time.perf_counter()
@@ -54,7 +56,7 @@ def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy
                 done = False
                 while not done:
                     # The answer is passed to every policy function, but only `reference` reads it.
-                    rec, done = env.step(act(view, answers[view.task_id] if policy == "reference" else _NO_ANSWER,
+                    rec, done = env.step(act(view, answers[view.task_id] if policy == "reference" else NO_ANSWER,
                                              history, rng))
                     history.append(rec.model_dump(mode="json"))
                     steps_fh.write(json.dumps(rec.model_dump(mode="json"), sort_keys=True) + "\n")
@@ -66,12 +68,3 @@ def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy
     (out / "run.json").write_text(json.dumps(info.model_dump(), indent=2, sort_keys=True) + "\n")
     return info
 
-
-class _Hidden:
-    """Stands in for the answer given to non-reference policies: any attribute access is a bug."""
-
-    def __getattr__(self, name: str) -> Any:
-        raise AttributeError(f"policies other than reference may not read answer.{name}")
-
-
-_NO_ANSWER: Any = _Hidden()

@@ -23,6 +23,15 @@ Rules (NERDm records):
 - `schema_violation` (rule `nerdm.schema`): the record or a component fails the NERDm JSON schemas in
   `../shared/archives/schemas/` (validated offline: the core `_schema` and every `_extensionSchemas` we have).
 
+Rules (plain folders, `ingest/folder.py`): a file named `<target>.sha256` is a ChecksumFile (never evidence)
+that DESCRIBES the component of `<target>`, the same path without `.sha256`, when that file is in the folder.
+
+- `sidecar_checksum_mismatch` (rule `folder.sidecar.bytes`): the sidecar's first whitespace-separated token
+  (so `sha256sum` lines `<hex>  <name>` work too), compared case-insensitively, is not the target's
+  recomputed sha256 (nothing declares one in a plain folder).
+- `sidecar_target_missing` (rule `folder.sidecar.describes`): the folder holds no file at the target path.
+  A sidecar we cannot read is reported as an unreadable input and not checked.
+
 File contents (issue 3 parsers; the subject is the file's Component):
 
 - `format_mismatch` (rule `format.mismatch`): the bytes are another format than the extension says (an
@@ -74,6 +83,8 @@ RULES: dict[str, DefectKind] = {
     "nerdm.sidecar.bytes": DefectKind.SIDECAR_CHECKSUM_MISMATCH,
     "nerdm.sidecar.declared": DefectKind.SIDECAR_CHECKSUM_MISMATCH,
     "nerdm.sidecar.describes": DefectKind.SIDECAR_TARGET_MISSING,
+    "folder.sidecar.bytes": DefectKind.SIDECAR_CHECKSUM_MISMATCH,
+    "folder.sidecar.describes": DefectKind.SIDECAR_TARGET_MISSING,
     "file.sha256": DefectKind.CHECKSUM_MISMATCH,
     "file.size": DefectKind.SIZE_MISMATCH,
     "file.read": DefectKind.UNREADABLE_FILE,

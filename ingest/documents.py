@@ -61,6 +61,10 @@ def _dispatch(path: Path, fmt: str) -> Parsed | None:
         from ingest.parsers.xml import parse_xml
 
         return parse_xml(path, path.read_bytes())
+    if fmt == "release_summary":
+        from ingest.parsers.release import parse_release_summary
+
+        return parse_release_summary(path.read_bytes())
     if fmt == "nc":
         from ingest.parsers.process import parse_nc
 

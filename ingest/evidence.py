@@ -13,7 +13,8 @@ Kind, first rule that matches (path, title, media type and parsed format, case-i
 2. a thermocouple logger export -> `calibration_artifact`: AM Bench hands in-situ temperature histories
    to modellers as calibration data for thermal models (AMB2025-05 bead prints).
 3. the parsed format is an NC program, a STEP model or a PrintTracker build log -> `process_record`.
-4. a readme, licence, submission template, notebook or a PDF/text document -> `source_document`.
+4. a readme, licence, submission template, notebook, a PDF/text document or a release file summary
+   (parsed format `release_summary`) -> `source_document`.
 5. build information by name (build/process/g-code in the path or title) -> `process_record`.
 6. everything else (measurement results, answers, images, thermocouple exports) -> `characterization`.
 
@@ -23,6 +24,22 @@ acquisition path, so a request for it answers `unavailable`. Kind: a dataset who
 says calibration -> `calibration_artifact`; another dataset -> `characterization`; anything else
 (papers, descriptions) -> `source_document`. Reconstructed catalog entries (FACTS.md) are likewise
 `available: false`: they describe NIST bytes we do not hold.
+
+Release notes (ingest/releases.py, for a plain folder holding AM Bench release file summaries, e.g.
+`ambench-releases/`): for each summary `A to B` (ingest/parsers/release.py says how removed, renamed,
+added and changed are read off its table), one Evidence per basename it lists as removed, renamed (the
+old name), a rename target (the new name) or changed; none for added or unchanged files. Id
+`evidence_id(record, "<summary relpath>#<basename>")`, kind by these rules on the basename alone, title
+the basename, `provenance: "release_notes"`, `held: false` (we hold no bytes of the file), no
+EVIDENCED_BY (no local component). Properties: `release_status` (removed | renamed | rename_target |
+changed), `release_from` (A), `release_to` (B), `sha1` and `size` of the newest row listing the file,
+`releases` (the versions listed for it, oldest first), `renamed_to` / `renamed_from`, `listed_in` (the
+summary's relpath), `current_release` (the newest release the summary's table lists) and `available`:
+true exactly when the current release lists the file (a removed or renamed file has no acquisition path;
+a rename target or changed file is in the release). So a file a release removed that a later release
+holds again is available, and a file changed in 2.0.0 that 2.1.0 removed is not. LOCATED_AT: the
+summary's `html_row` facts for the file, and every `line` fact of a changelog text file of the record
+(name starting `changelog`) that names the basename, with or without `.xml`, as a whole name.
 """
 
 from __future__ import annotations
@@ -32,6 +49,7 @@ import re
 DOC_RE = re.compile(r"readme|licen[cs]e|template|\.ipynb$|\.pdf$|\.txt$|\.md$", re.I)
 PROCESS_RE = re.compile(r"build|process|g-code|gcode|\.eia$|\.step$|\.stp$|printtracker", re.I)
 PROCESS_FORMATS = {"nc", "step", "printtracker_xlsx"}
+DOC_FORMATS = {"release_summary"}
 
 
 def evidence_kind(path: str, title: str | None, media_type: str | None, fmt: str | None,
@@ -44,7 +62,8 @@ def evidence_kind(path: str, title: str | None, media_type: str | None, fmt: str
         return "calibration_artifact", "thermocouple"
     if fmt in PROCESS_FORMATS:
         return "process_record", "process_format"
-    if not is_folder and (DOC_RE.search(path) or (media_type or "").startswith(("text/plain", "application/pdf"))
+    if not is_folder and (fmt in DOC_FORMATS or DOC_RE.search(path)
+                          or (media_type or "").startswith(("text/plain", "application/pdf"))
                           and not path.lower().endswith(".csv")):
         return "source_document", "document"
     if PROCESS_RE.search(text):

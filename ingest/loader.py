@@ -29,9 +29,13 @@ def write_record(graph: Graph, rg: RecordGraph, late: Late | None = None) -> Wri
     written in committed chunks, its Record node marked `ingest_state: "writing"` until the final
     transaction (pruning, `ingest_state: "complete"`); if any chunk fails, every node of the record is
     deleted before the error propagates, so no half-written record stays behind.
+
+    The first read of the (first) transaction sets `rg.previous_stamp` / `rg.previous_state`: what the graph
+    held under this record id before, so the caller can say whether the ingest replaced or left it unchanged.
     """
     if len(rg.nodes) + len(rg.edges) <= SINGLE_TX_ELEMENTS:
         with graph.writer() as w:
+            _previous(w, rg)
             _write(w, rg.nodes, rg.edges)
             if late is not None:
                 _write(w, *late())
@@ -45,8 +49,15 @@ def _write(w: GraphWriter, nodes: list[NodeRow], edges: list[EdgeRow]) -> None:
     w.edges(edges)
 
 
+def _previous(w: GraphWriter, rg: RecordGraph) -> None:
+    held = w.run("ingest/record_state", record_id=rg.record_id)
+    rg.previous_stamp = held[0]["stamp"] if held else None
+    rg.previous_state = held[0]["state"] if held else None
+
+
 def _finish(w: GraphWriter, rg: RecordGraph) -> None:
     w.run("ingest/prune_record", record_id=rg.record_id, stamp=rg.stamp)
+    w.run("ingest/drop_stale_labels", record_id=rg.record_id)
     w.run("ingest/prune_orphan_files")
     w.run("ingest/mark_complete", record_id=rg.record_id)
 
@@ -55,6 +66,7 @@ def _write_chunked(graph: Graph, rg: RecordGraph, late: Late | None) -> WriteCou
     total = WriteCounts()
     try:
         with graph.writer() as w:
+            _previous(w, rg)
             w.run("ingest/mark_writing", record_id=rg.record_id)
         # Node chunks touch disjoint ids, so two run at once and Neo4j uses both cores; edge chunks share
         # endpoints (every HAS_COMPONENT locks the Record node) and run one after another.

@@ -30,7 +30,7 @@ from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ontology import Label, Rel
 
-RULESET_VERSION = "nerdm-5"  # part of the ingest stamp: changing a rule re-stamps (and re-checks) records
+RULESET_VERSION = "nerdm-6"  # part of the ingest stamp: changing a rule re-stamps (and re-checks) records
 NERDM_FILENAME = "nerdm.json"
 
 
@@ -106,6 +106,10 @@ class RecordGraph:
     cells: int = 0
     evidence: Counter[str] = field(default_factory=Counter)
     stamp: str = ""
+    source_root: str | None = None  # a plain folder's resolved absolute path
+    shares_name_with: str | None = None  # a plain folder: the record id another folder of this name holds
+    previous_stamp: str | None = None  # set by the loader: the stamp the graph held for this record before
+    previous_state: str | None = None  # ... and that record's ingest_state
 
 
 def find_record_file(path: Path) -> Path:
@@ -522,6 +526,10 @@ class RecordBuilder:
         if local is not None:
             text = local.path.read_bytes().decode("ascii", errors="replace").strip()
             content = text.split()[0].lower() if text else ""
+            for row in reversed(self.g.nodes):  # what the sidecar says is shown to a reviewer beside the digest
+                if row.id == cid:
+                    row.props["content"] = content[:128]
+                    break
             if content != target_hash:
                 self.defect("nerdm.sidecar.bytes", cid, Label.COMPONENT, f"{ptr}/describes",
                             f"{comp.filepath}: holds {content[:64]!r}, but {tcomp.filepath} declares {target_hash}",

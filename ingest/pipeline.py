@@ -11,10 +11,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ingest import nerdm_schema
+from ingest import ids, nerdm_schema
 from ingest.catalog import catalog_builders, looks_like_catalog
 from ingest.files import hash_file
-from ingest.folder import FolderBuilder
+from ingest.folder import FolderBuilder, distinct_folder_ark, folder_ark
 from ingest.loader import write_record
 from ingest.nerdm import NERDM_FILENAME, RecordBuilder, RecordGraph, open_record
 from voe.errors import InputError
@@ -42,6 +42,15 @@ class RecordSummary(BaseModel):
     facts: int = 0
     evidence: dict[str, int] = Field(default_factory=dict)
     seconds: float
+    stamp: str = ""
+    # what the graph held under this record id before: nothing (both false), the same stamp (`unchanged`),
+    # or another one (`replaced`, the record's nodes and edges of `previous_stamp` pruned in the same write)
+    replaced: bool = False
+    unchanged: bool = False
+    previous_stamp: str | None = None
+    source_root: str | None = None  # plain folders: the resolved absolute path
+    # plain folders: another folder of the same name holds this record id, so this one got its own id
+    shares_name_with: str | None = None
 
 
 class IngestReport(BaseModel):
@@ -52,6 +61,8 @@ class IngestReport(BaseModel):
     defects: dict[str, int] = Field(default_factory=dict)
     facts: int = 0
     evidence: dict[str, int] = Field(default_factory=dict)
+    records_replaced: int = 0
+    records_unchanged: int = 0
     formats: dict[str, int] = Field(default_factory=dict)
     pages: int = 0
     cells: int = 0
@@ -119,7 +130,7 @@ class Totals:
 
 def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | None, pool: ThreadPoolExecutor,
                 report: IngestReport, totals: Totals, say: Callable[[str], None]) -> None:
-    for kind, builder in _builders(path, schemas is not None):
+    for kind, builder in _builders(path, schemas is not None, graph):
         t0 = time.perf_counter()
         # Schema validation (pure Python) runs in a thread while the subgraph is built and Neo4j applies the
         # first writes; its defects are written last, in the same transaction.
@@ -132,7 +143,20 @@ def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | N
         _account(rg, counts, t0, path, report, totals, say)
 
 
-def _builders(path: Path, validated: bool) -> list[tuple[str, RecordBuilder]]:
+def _folder_builder(path: Path, graph: Graph) -> FolderBuilder:
+    """`folder:<name>`, unless the graph holds a complete record of that id read from another folder (its
+    `source_root`): then the folder gets an id of its own. A record with no `source_root` (written before it
+    was stored) counts as this folder, so re-ingesting it replaces it as before."""
+    ark = folder_ark(path)
+    first = ids.record_id(ark, None)
+    held = graph.query("ingest/record_state", record_id=first)
+    other = held[0]["source_root"] if held and held[0]["state"] == "complete" else None
+    if other is not None and other != str(path.resolve()):
+        return FolderBuilder(path, ark=distinct_folder_ark(path), shares_name_with=first)
+    return FolderBuilder(path)
+
+
+def _builders(path: Path, validated: bool, graph: Graph) -> list[tuple[str, RecordBuilder]]:
     """What the path is, by content: a NERDm record (folder or file), a plain folder, or a facts catalog."""
     if not path.exists():
         raise InputError("path does not exist", path=str(path))
@@ -141,7 +165,7 @@ def _builders(path: Path, validated: bool) -> list[tuple[str, RecordBuilder]]:
             return [("nerdm", open_record(path, validated))]
         if not any(f for _, _, files in os.walk(path) for f in files):
             raise InputError("folder is empty: no nerdm.json and no files to ingest", path=str(path))
-        return [("folder", FolderBuilder(path))]
+        return [("folder", _folder_builder(path, graph))]
     try:
         head = path.read_bytes()[:1 << 20]
     except OSError as exc:
@@ -168,11 +192,24 @@ def _account(rg: RecordGraph, counts: WriteCounts, t0: float, path: Path, report
     report.elements_written += len(rg.nodes) + len(rg.edges) + rg.late_elements
     for key in totals.graph:
         totals.graph[key] += getattr(counts, key)
+    unchanged = rg.previous_stamp == rg.stamp and rg.previous_state == "complete"
+    replaced = rg.previous_stamp is not None and not unchanged
+    report.records_replaced += replaced
+    report.records_unchanged += unchanged
     report.per_record.append(RecordSummary(
         record_id=rg.record_id, ark=rg.ark, version=rg.version, title=rg.title, source=str(rg.source),
         components=dict(sorted(rg.components.items())), files=rg.files, held=rg.held,
         defects=dict(sorted(rg.defects.items())), facts=rg.facts, evidence=dict(sorted(rg.evidence.items())),
-        seconds=round(seconds, 3),
+        seconds=round(seconds, 3), stamp=rg.stamp, replaced=replaced, unchanged=unchanged,
+        previous_stamp=rg.previous_stamp, source_root=rg.source_root, shares_name_with=rg.shares_name_with,
     ))
-    say(f"{rg.ark} v{rg.version or '-'}: {sum(rg.components.values())} components, {rg.held} payloads held, "
+    name = f"{rg.ark} v{rg.version or '-'}"
+    say(f"{name}: {sum(rg.components.values())} components, {rg.held} payloads held, "
         f"{rg.facts} facts, {sum(rg.evidence.values())} evidence, {sum(rg.defects.values())} defects ({seconds:.1f}s)")
+    if rg.shares_name_with:
+        say(f"{name}: the graph already holds {rg.shares_name_with} from another folder of the same name; "
+            f"{rg.source_root} is its own record {rg.record_id}")
+    if replaced:
+        say(f"{name}: replaced the previous ingest (stamp {rg.previous_stamp} -> {rg.stamp})")
+    elif unchanged:
+        say(f"{name}: unchanged since the previous ingest (stamp {rg.stamp})")

@@ -22,18 +22,49 @@ Codebook, one label per trajectory, first that applies:
   wrong_class_terminal                        another class the task does not accept
   payload_grounding_error                     accepted class, payload not bound or not grounded
 
-Intervals: 95% Student-t over the per-pass rates when passes >= 2; Wilson score interval for one pass. A
-deterministic policy gives the same rate every pass, so its t-interval has zero width: `method` then says
-`student_t_over_passes (no variance between passes)`.
+Intervals. Every `Rate` carries three 95% intervals; all are clipped to [0, 1], none is ever NaN.
+t quantiles are exact for any degrees of freedom: t_{0.975, df} = scipy.stats.t.ppf(0.975, df).
+
+- `ci95` / `method` (as before): with P >= 2 passes, a Student-t over the per-pass rates r_1..r_P,
+  m ± t_{0.975, P-1} * s / sqrt(P) (s the sample sd of the r_p; `method` = "student_t_over_passes"); with one
+  pass, the Wilson score interval at z = 1.96 (`method` = "wilson"). A deterministic policy gives the same rate
+  every pass, so its t-interval has zero width: `method` then says
+  `student_t_over_passes (no variance between passes)`.
+- `ci95_cluster`: a cluster-robust (sandwich) interval for the mean over all n trajectories of every pass, as
+  Inspect AI's `stderr(cluster=...)`. With observations x_i (0/1), mean x̄ = Σ x_i / n, G clusters and cluster
+  sums of residuals S_g = Σ_{i in g} (x_i - x̄):
+      se² = G/(G-1) * Σ_g S_g² / n²,      interval = x̄ ± t_{0.975, G-1} * se.
+  With every trajectory its own cluster this is exactly the ordinary t-interval s/sqrt(n) on the pooled values.
+- `ci95_cluster_bootstrap`: a cluster bootstrap percentile interval: B = 2000 resamples of G clusters drawn with
+  replacement (numpy.random.default_rng(0), a fresh generator per rate, clusters in sorted order, so the same
+  input always gives the same interval); each resample's statistic is Σ(cluster sums) / Σ(cluster sizes) over
+  the drawn clusters; the interval is the 2.5th and 97.5th percentiles (numpy's linear interpolation).
+- `clusters` is G; `cluster_method` names the method and any degeneracy.
+
+Clusters. Tasks that share a decision, an evidence item or a workflow are not independent, and the passes of a
+task are not independent of each other either. `summarize` groups trajectories by `TrajectoryScore.cluster`
+(the task id when that is empty); `voe score` sets it to the task's workflow id. A workflow is the coarsest
+grouping: it nests the tasks of one decision and the tasks that share items (every binding item belongs to one
+workflow), so clustering by it is conservative: it leaves none of those dependences out of the variance, at the
+price of fewer clusters and so a larger t quantile (and a coarser bootstrap).
+
+Degenerate cases: no trajectories: every interval is (0, 0), clusters = 0. One cluster: no between-cluster
+variance can be estimated (G-1 = 0), so both clustered intervals are the point value (x̄, x̄) and
+`cluster_method` says "(one cluster: point value, no between-cluster variance)"; read it as "no interval",
+not as certainty. All values equal: se = 0 and every bootstrap resample gives the same mean, so both clustered
+intervals are the point value too ("(no variance between clusters)").
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel
+from scipy import stats
 
 from compiler.models import Action, TaskAnswer
 from verifiers.graph_verify import Verdict
@@ -42,16 +73,75 @@ CODEBOOK = ["reference_path", "valid_inefficient_short", "valid_inefficient_extr
             "over_abstain", "wrong_class_terminal", "over_submit", "parse_error", "off_menu", "duplicate_loop",
             "horizon_exhausted"]
 
-# two-sided 97.5% Student-t quantiles by degrees of freedom
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
-        12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0
 
 
 def t975(df: int) -> float:
-    if df in T975:
-        return T975[df]
-    below = [k for k in T975 if k <= df]
-    return T975[max(below)] if df <= 30 else 1.96
+    """The exact 97.5% Student-t quantile (two-sided 95%) for df >= 1 degrees of freedom."""
+    if df < 1:
+        raise ValueError(f"Student-t needs at least 1 degree of freedom, got {df}")
+    return float(stats.t.ppf(0.975, df))
+
+
+def _clip(lo: float, hi: float) -> tuple[float, float]:
+    return (max(0.0, lo), min(1.0, hi))
+
+
+def _cluster_sums(values: Sequence[float], clusters: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cluster (sum of values, size), clusters in sorted order."""
+    if len(values) != len(clusters):
+        raise ValueError(f"{len(values)} values but {len(clusters)} cluster labels")
+    sums: dict[str, float] = defaultdict(float)
+    sizes: dict[str, int] = defaultdict(int)
+    for v, c in zip(values, clusters, strict=True):
+        sums[c] += float(v)
+        sizes[c] += 1
+    keys = sorted(sums)
+    return np.array([sums[k] for k in keys], dtype=float), np.array([sizes[k] for k in keys], dtype=float)
+
+
+def cluster_se(values: Sequence[float], clusters: Sequence[str]) -> float:
+    """Cluster-robust standard error of the mean: sqrt(G/(G-1) * Σ_g S_g² / n²), S_g = Σ_{i in g}(x_i - x̄).
+
+    Needs G >= 2 clusters (ValueError otherwise)."""
+    sums, sizes = _cluster_sums(values, clusters)
+    g, n = len(sums), float(sizes.sum())
+    if g < 2:
+        raise ValueError(f"a clustered standard error needs at least 2 clusters, got {g}")
+    mean = float(sums.sum()) / n
+    residual_sums = sums - sizes * mean
+    return math.sqrt(g / (g - 1) * float(np.sum(residual_sums**2)) / (n * n))
+
+
+def cluster_ci(values: Sequence[float], clusters: Sequence[str]) -> tuple[float, float]:
+    """x̄ ± t_{0.975, G-1} * cluster_se, clipped to [0, 1]; (0, 0) for no values, (x̄, x̄) for one cluster."""
+    if not values:
+        return (0.0, 0.0)
+    mean = sum(values) / len(values)
+    if len(set(clusters)) < 2:
+        return (mean, mean)
+    g = len(set(clusters))
+    h = t975(g - 1) * cluster_se(values, clusters)
+    return _clip(mean - h, mean + h)
+
+
+def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence[str], resamples: int = BOOTSTRAP_RESAMPLES,
+                         seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """Cluster bootstrap percentile interval (2.5th, 97.5th) of the mean, clipped to [0, 1]; deterministic.
+
+    (0, 0) for no values; (x̄, x̄) for one cluster (every resample is that cluster)."""
+    if not values:
+        return (0.0, 0.0)
+    sums, sizes = _cluster_sums(values, clusters)
+    mean = float(sums.sum() / sizes.sum())
+    if len(sums) < 2:
+        return (mean, mean)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(sums), size=(resamples, len(sums)))
+    means = sums[idx].sum(axis=1) / sizes[idx].sum(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return _clip(float(lo), float(hi))
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -70,21 +160,44 @@ class Rate(BaseModel):
     count: int
     n: int
     method: str
+    ci95_cluster: tuple[float, float]
+    ci95_cluster_bootstrap: tuple[float, float]
+    clusters: int
+    cluster_method: str
 
 
-def rate(values_by_pass: dict[int, list[bool]]) -> Rate:
+def rate(values_by_pass: dict[int, list[bool]], clusters_by_pass: dict[int, list[str]] | None = None) -> Rate:
+    """A rate with its per-pass interval (`ci95`) and clustered intervals (module docstring).
+
+    `clusters_by_pass[p][i]` is the cluster of `values_by_pass[p][i]`; without it every value is its own
+    cluster."""
     flat = [v for vs in values_by_pass.values() for v in vs]
+    if clusters_by_pass is None:
+        labels = [f"{p}/{i}" for p, vs in values_by_pass.items() for i in range(len(vs))]
+    else:
+        labels = [c for p in values_by_pass for c in clusters_by_pass[p]]
     k, n = sum(flat), len(flat)
     mean = k / n if n else 0.0
+    xs = [float(v) for v in flat]
+    g = len(set(labels))
+    cluster_method = "cluster_robust_t + cluster_bootstrap_percentile"
+    if n == 0:
+        cluster_method += " (no trajectories)"
+    elif g < 2:
+        cluster_method += " (one cluster: point value, no between-cluster variance)"
+    elif len(set(flat)) < 2:
+        cluster_method += " (no variance between clusters)"
     if len(values_by_pass) >= 2:
         per = [sum(vs) / len(vs) for vs in values_by_pass.values() if vs]
         m = sum(per) / len(per)
         sd = math.sqrt(sum((x - m) ** 2 for x in per) / (len(per) - 1))
         h = t975(len(per) - 1) * sd / math.sqrt(len(per))
         method = "student_t_over_passes" + (" (no variance between passes)" if sd == 0 else "")
-        return Rate(mean=mean, ci95=(max(0.0, m - h), min(1.0, m + h)), count=k, n=n, method=method)
-    lo, hi = wilson(k, n)
-    return Rate(mean=mean, ci95=(lo, hi), count=k, n=n, method="wilson")
+        ci95 = (max(0.0, m - h), min(1.0, m + h))
+    else:
+        ci95, method = wilson(k, n), "wilson"
+    return Rate(mean=mean, ci95=ci95, count=k, n=n, method=method, ci95_cluster=cluster_ci(xs, labels),
+                ci95_cluster_bootstrap=cluster_bootstrap_ci(xs, labels), clusters=g, cluster_method=cluster_method)
 
 
 class TrajectoryScore(BaseModel):
@@ -102,9 +215,11 @@ class TrajectoryScore(BaseModel):
     acquired_any: bool | None
     acquired_all: bool | None
     label: str
+    cluster: str = ""  # the unit of dependence for clustered intervals (the workflow id); "" = the task alone
 
 
-def score_trajectory(tr: dict[str, Any], verdict: Verdict, answer: TaskAnswer, horizon: int) -> TrajectoryScore:
+def score_trajectory(tr: dict[str, Any], verdict: Verdict, answer: TaskAnswer, horizon: int, *,
+                     cluster: str = "") -> TrajectoryScore:
     requested = set(tr["requested"])
     useful = set(answer.useful)
     reference_pulls = {s.evidence_id for s in answer.reference if s.evidence_id}
@@ -138,17 +253,20 @@ def score_trajectory(tr: dict[str, Any], verdict: Verdict, answer: TaskAnswer, h
         useful_requests=len(requested & useful), regret=regret,
         cost_score=max(0.0, float(verdict.valid) - 0.5 * regret / horizon), over_submit=over_submit,
         acquired_any=bool(requested & useful) if useful else None,
-        acquired_all=useful <= requested if useful else None, label=label)
+        acquired_all=useful <= requested if useful else None, label=label, cluster=cluster)
 
 
 def summarize(scores: list[TrajectoryScore], policy: str, passes: int) -> dict[str, Any]:
-    def by_pass(pred: Any, subset: list[TrajectoryScore] | None = None) -> dict[int, list[bool]]:
+    def by_pass(pred: Any, subset: list[TrajectoryScore] | None = None) -> dict[str, Any]:
+        """The rate of `pred` over `subset` (default: all), clustered by s.cluster (the task id when empty)."""
         out: dict[int, list[bool]] = defaultdict(list)
+        groups: dict[int, list[str]] = defaultdict(list)
         for s in subset if subset is not None else scores:
             v = pred(s)
             if v is not None:
                 out[s.pass_index].append(bool(v))
-        return out
+                groups[s.pass_index].append(s.cluster or f"task:{s.task_id}")
+        return rate(out, groups).model_dump()
 
     requests = sum(s.requests for s in scores)
     families: dict[str, list[TrajectoryScore]] = defaultdict(list)
@@ -160,16 +278,16 @@ def summarize(scores: list[TrajectoryScore], policy: str, passes: int) -> dict[s
         "tasks": len({s.task_id for s in scores}),
         "passes": passes,
         "trajectories": len(scores),
-        "evidence_grounded_valid": rate(by_pass(lambda s: s.valid)).model_dump(),
-        "action_valid": rate(by_pass(lambda s: s.action_valid)).model_dump(),
+        "evidence_grounded_valid": by_pass(lambda s: s.valid),
+        "action_valid": by_pass(lambda s: s.action_valid),
         "useful_precision": (sum(s.useful_requests for s in scores) / requests) if requests else 0.0,
         "evidence_regret": sum(s.regret for s in scores) / n,
         "cost_score": sum(s.cost_score for s in scores) / n,
         "over_submit": sum(s.over_submit for s in scores) / n,
-        "acquired_any": rate(by_pass(lambda s: s.acquired_any)).model_dump(),
-        "acquired_all": rate(by_pass(lambda s: s.acquired_all)).model_dump(),
+        "acquired_any": by_pass(lambda s: s.acquired_any),
+        "acquired_all": by_pass(lambda s: s.acquired_all),
         "by_family": {f: {"tasks": len({s.task_id for s in ss}),
-                          "evidence_grounded_valid": rate(by_pass(lambda s: s.valid, ss)).model_dump(),
+                          "evidence_grounded_valid": by_pass(lambda s: s.valid, ss),
                           "action_valid": sum(s.action_valid for s in ss) / len(ss),
                           "cost_score": sum(s.cost_score for s in ss) / len(ss)}
                       for f, ss in sorted(families.items())},
@@ -178,7 +296,8 @@ def summarize(scores: list[TrajectoryScore], policy: str, passes: int) -> dict[s
 
 
 def paired(a: list[TrajectoryScore], b: list[TrajectoryScore]) -> dict[str, Any]:
-    """Per-task validity (mean over passes) of A minus B, over the tasks both ran; t-interval of the mean."""
+    """Per-task validity (mean over passes) of A minus B, over the tasks both ran; t-interval of the mean (exact
+    t_{0.975, tasks-1})."""
     def per_task(xs: list[TrajectoryScore]) -> dict[str, float]:
         acc: dict[str, list[bool]] = defaultdict(list)
         for s in xs:

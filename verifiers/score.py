@@ -30,8 +30,10 @@ def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[Traject
         raise InputError(f"the graph holds {held} of this package's {len(views)} tasks; run `voe compile` on the "
                          "graph the package came from before scoring", path=str(package))
     horizons = {v.task_id: v.horizon for v in views}
+    workflows = {v.task_id: v.workflow_id for v in views}  # the cluster of the clustered intervals
     verdicts = {v.trajectory_id: v for v in verify_run(graph, run_dir)}
-    scores = [score_trajectory(tr, verdicts[tr["trajectory_id"]], answers[tr["task_id"]], horizons[tr["task_id"]])
+    scores = [score_trajectory(tr, verdicts[tr["trajectory_id"]], answers[tr["task_id"]], horizons[tr["task_id"]],
+                               cluster=workflows[tr["task_id"]])
               for tr in read_jsonl(run_dir / "trajectories.jsonl")]
     summary = summarize(scores, info["policy"], info["passes"])
     summary["run_id"] = info["run_id"]

@@ -227,12 +227,18 @@ def fetch(record: str, into: Path, include: tuple[str, ...], max_bytes: int | No
 def compile_cmd(out: Path, archives: tuple[Path, ...], as_json: bool) -> None:
     """Compile realized-only decision tasks from the graph into a versioned task package.
 
-    Decision moments come from one Cypher query per family (cypher/compiler/); each becomes a
-    task whose menu holds only evidence the archive really has (or answers `unavailable`).
-    Policy-visible tasks and verifier-only answers go to separate files; the content hash is
-    the same every time the same graph is compiled.
+    Each subject item of the graph becomes one decision (compiler/moments.py): a packet whose
+    menu holds only evidence the archive really has. A request returns the archive's facts
+    about an item, never a verdict. Policy-visible tasks and verifier-only answers go to
+    separate files; the content hash is the same every time the same graph is compiled.
+
+    \b
+    The release gate runs on every package and is recorded in manifest.json: the reference
+    valid on every task, every null policy and shortcut probe valid on at most 50% of the
+    tasks, the text-only probe on at most 40%. A package that fails the gate is still
+    written; the command prints the gate table and exits 1.
     """
-    from compiler.package import compile_package
+    from compiler.package import compile_package, gate_table
     from ingest import ingest_paths
     from voe.graph import Graph
 
@@ -251,15 +257,25 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], as_json: bool) -> None:
         click.echo(f"{summary.tasks} tasks in {summary.workflows} workflows "
                    f"({', '.join(f'{k} {v}' for k, v in summary.families.items())})")
         click.echo(f"{summary.evidence_entries} evidence entries over {summary.canonical_evidence} canonical evidence ids")
+        click.echo(f"{summary.decisions} distinct decisions; the largest group of tasks sharing one binding item: "
+                   f"{summary.largest_item_group}")
         click.echo(f"content hash {summary.content_hash} -> {summary.out}")
+        click.echo(gate_table(summary))
+    if not summary.gate_passed:
+        if as_json:
+            click.echo(gate_table(summary), err=True)
+        click.echo("error: the package fails the release gate (written anyway; see the table)", err=True)
+        sys.exit(1)
 
 
 # ---------------------------------------------------------------------------------------- run / score / report
 @cli.command("run")
 @click.argument("package", type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--policy", required=True,
-              type=click.Choice(["reference", "request_everything", "submit_all", "refuse_all", "random"]),
-              help="The baseline to run through the replay environment.")
+              type=click.Choice(["reference", "request_everything", "submit_all", "refuse_all", "random",
+                                 "probe:named_item", "probe:status_only", "probe:pull_all", "probe:flag_all",
+                                 "probe:localize_all", "probe:escalate_all"]),
+              help="The baseline or shortcut probe to run through the replay environment.")
 @click.option("--passes", default=1, show_default=True, type=click.IntRange(1), help="Replicate passes over every task.")
 @click.option("--seed", default=0, show_default=True, help="Seed for the random policy (per task and pass).")
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),

@@ -1,11 +1,16 @@
-// Every evidence object with what a request for it would return: its record, kind, title, whether the
-// archive holds an acquisition path, the defects on it (its component, the members of a folder, and
-// the checksum sidecars describing either) and the facts it is located at.
+// Every evidence object with what a reviewer holding the archive would see for it, plus the verifier-only
+// facts the compiler decides with (defect ids and kinds never reach a policy: compiler/observations.py
+// states facts, compiler/moments.py reads the defects).
+// Per item: the record, its component's metadata (declared size, digest, media type, the record's own
+// flags), the bytes we hold (recomputed digest, size, parsed format), the checksum files describing it,
+// for a folder its direct member files (with their checksum files), the facts it is located at (release
+// note rows, changelog lines, reference entries), the first lines of a held text document, and the defects on it or anything inside it.
 MATCH (r:Record)
 WHERE coalesce(r.ingest_state, 'complete') = 'complete'
 MATCH (e:Evidence {record_ark: r.ark})
 WHERE e.record_id = r.id
 OPTIONAL MATCH (e)-[:EVIDENCED_BY]->(c:Component)
+OPTIONAL MATCH (c)-[:STORED_AS]->(cf:File)
 CALL (c) {
   OPTIONAL MATCH (m:Component)-[:PART_OF*0..]->(c)
   WHERE c IS NOT NULL
@@ -13,21 +18,58 @@ CALL (c) {
   WITH collect(DISTINCT m) + collect(DISTINCT s) AS subjects
   UNWIND subjects AS subject
   MATCH (subject)-[:HAS_DEFECT]->(d:Defect)
-  RETURN collect(DISTINCT {id: d.id, kind: d.kind, detail: d.detail, subject: subject.filepath}) AS defects
+  RETURN collect(DISTINCT {id: d.id, kind: d.kind, subject: subject.filepath}) AS defects
+}
+CALL (c) {
+  OPTIONAL MATCH (s:ChecksumFile)-[:DESCRIBES]->(c)
+  WHERE c IS NOT NULL
+  RETURN collect(DISTINCT {path: s.filepath, declared_sha256: s.declared_sha256, declared_size: s.declared_size,
+                           valid: s.valid, held: coalesce(s.held, false), content: s.content}) AS sidecars
 }
 CALL (c) {
   OPTIONAL MATCH (m:DataFile)-[:PART_OF]->(c)
-  RETURN min(m.filepath) AS first_member
+  WHERE c IS NOT NULL AND NOT m:ChecksumFile
+  OPTIONAL MATCH (m)-[:STORED_AS]->(mf:File)
+  OPTIONAL MATCH (ms:ChecksumFile)-[:DESCRIBES]->(m)
+  WITH m, mf, collect(DISTINCT {path: ms.filepath, declared_sha256: ms.declared_sha256,
+                                declared_size: ms.declared_size, valid: ms.valid, held: coalesce(ms.held, false),
+                                content: ms.content}) AS member_sidecars
+  ORDER BY m.filepath
+  RETURN collect(CASE WHEN m IS NULL THEN NULL ELSE {
+    path: m.filepath, media_type: m.media_type, declared_size: m.declared_size, declared_sha256: m.declared_sha256,
+    held: coalesce(m.held, false), sha256: mf.sha256, size: mf.size, format: mf.format,
+    sidecars: [x IN member_sidecars WHERE x.path IS NOT NULL]} END) AS members,
+    count(DISTINCT m) AS member_count
+}
+CALL (c) {
+  OPTIONAL MATCH (sub:Subcollection)-[:PART_OF]->(c)
+  WHERE c IS NOT NULL
+  RETURN collect(DISTINCT sub.filepath) AS subfolders
+}
+CALL (cf) {
+  OPTIONAL MATCH (t:SourceLocation {kind: 'line'})-[:IN_FILE]->(cf)
+  WHERE cf IS NOT NULL
+  WITH t ORDER BY t.line LIMIT 80
+  RETURN collect(CASE WHEN t IS NULL THEN NULL ELSE {line: t.line, text: t.text, locator: t.locator,
+                                                     sha256: t.span_sha256, path: t.path} END) AS lines
 }
 OPTIONAL MATCH (e)-[:LOCATED_AT]->(l:SourceLocation)
-WITH r, e, c, defects, first_member, collect(DISTINCT {kind: l.kind, path: l.path, locator: coalesce(l.locator, l.pointer),
-                                          sha256: l.span_sha256}) AS locations
+WITH r, e, c, cf, defects, sidecars, members, member_count, subfolders, lines,
+     collect(DISTINCT {kind: l.kind, path: l.path, locator: coalesce(l.locator, l.pointer), sha256: l.span_sha256,
+                       text: l.text, line: l.line}) AS locations
 RETURN r.id AS record_id, r.ark AS ark, r.title AS record_title, r.version AS version,
        coalesce(r.provenance, 'nist_bytes') AS record_provenance,
        e.id AS evidence_id, e.kind AS kind, e.title AS title, e.filepath AS filepath, e.provenance AS provenance,
-       e.target AS target, first_member,
-       coalesce(e.available, true) AND c IS NOT NULL AS available,
+       e.target AS target, e.ref_type AS ref_type, e.available AS evidence_available,
+       e.release_status AS release_status, e.release_from AS release_from, e.release_to AS release_to,
+       e.renamed_to AS renamed_to, e.renamed_from AS renamed_from, e.listed_in AS listed_in,
+       e.sha1 AS release_sha1, e.size AS release_size,
+       CASE WHEN e.provenance = 'release_notes' THEN coalesce(e.available, true)
+            ELSE coalesce(e.available, true) AND c IS NOT NULL END AS available,
+       c IS NOT NULL AND c:Subcollection AS is_folder,
        c.filepath AS component_path, c.media_type AS media_type, c.declared_size AS declared_size,
        c.declared_sha256 AS declared_sha256, c.held AS held, c.download_url AS download_url,
-       defects, locations
+       c.description AS description, cf.sha256 AS local_sha256, cf.size AS local_size, cf.format AS local_format,
+       defects, [x IN sidecars WHERE x.path IS NOT NULL] AS sidecars, members, member_count, subfolders, lines,
+       locations
 ORDER BY record_id, evidence_id

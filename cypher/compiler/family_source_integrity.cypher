@@ -1,6 +1,6 @@
 // source_integrity: an evidence object whose item (its component, a folder member at any depth, or a
 // checksum sidecar describing either) carries a provenance/checkability defect. One row per (defect,
-// evidence on the folder chain) with the depth, so the compiler can bind each defect to the deepest one.
+// evidence on the folder chain) with the depth, so the compiler binds each defect to the nearest folder.
 MATCH (r:Record)-[:HAS_COMPONENT]->(c:Component)<-[:EVIDENCED_BY]-(e:Evidence)
 WHERE coalesce(r.ingest_state, 'complete') = 'complete'
 MATCH p = (x:Component)-[:PART_OF*0..]->(c)

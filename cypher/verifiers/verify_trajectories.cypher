@@ -2,7 +2,8 @@
 // (1) action valid: the terminal class is one the task accepts;
 // (2) payload bound: every payload id is evidence the trajectory actually requested, the payload names
 //     what that class must be bound to (the defective item for a flag, the missing item for a localize,
-//     the binding set for a submit), and a submitted packet rests on nothing unavailable or defective;
+//     the packet for a submit), and nothing beyond what the class may name (strict payloads: a flag names
+//     defective items only, a localize missing items only, a submit exactly the packet);
 // (3) grounded: everything the reference needs to justify its class was requested.
 // Only tasks of the run's package count: the graph may also hold tasks of other compiles.
 MATCH (run:Run {id: $run_id})<-[:IN_RUN]-(tr:Trajectory)-[:ATTEMPTS]->(t:Task)
@@ -17,14 +18,19 @@ WITH tr, t, pulled, term, coalesce(term.payload, []) AS payload,
        WHEN 'flag_source_defect' THEN t.must_bind_flag_source_defect
        WHEN 'localize_missing_evidence' THEN t.must_bind_localize_missing_evidence
        WHEN 'submit_risk_packet' THEN t.must_bind_submit_risk_packet
-       ELSE [] END AS must
-WITH tr, t, pulled, term, payload, must,
+       ELSE [] END AS must,
+     CASE term.action
+       WHEN 'flag_source_defect' THEN t.may_bind_flag_source_defect
+       WHEN 'localize_missing_evidence' THEN t.may_bind_localize_missing_evidence
+       WHEN 'submit_risk_packet' THEN t.may_bind_submit_risk_packet
+       ELSE NULL END AS may
+WITH tr, t, pulled, term, payload, must, may,
      term IS NOT NULL AND term.action IN t.accepted_classes AS action_valid
 WITH tr, t, action_valid,
      term IS NOT NULL
        AND all(p IN payload WHERE p IN pulled)
        AND all(b IN coalesce(must, []) WHERE b IN payload)
-       AND (term.action <> 'submit_risk_packet' OR none(p IN payload WHERE p IN t.must_not_submit)) AS payload_bound,
+       AND (may IS NULL OR all(p IN payload WHERE p IN may)) AS payload_bound,
      all(n IN t.needed WHERE n IN pulled) AS grounded
 RETURN tr.id AS trajectory_id, t.id AS task_id, action_valid, payload_bound, grounded,
        action_valid AND payload_bound AND grounded AS valid

@@ -1,10 +1,15 @@
 """Dispatch by content, not by extension: the first bytes decide the format; the extension is only
-compared with it (a mismatch is a `format_mismatch` defect, e.g. an .xlsx that is really CSV)."""
+compared with it (a mismatch is a `format_mismatch` defect, e.g. an .xlsx that is really CSV).
+
+One case is ambiguous by content alone: a single column of numbers (optionally under one header line) has
+no delimiter to see, yet is valid CSV. It is `csv` when the extension names a table (`.csv`, or an `.xlsx`
+that is really CSV, still flagged), and `text` otherwise."""
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 import zipfile
 from pathlib import Path
 
@@ -12,10 +17,15 @@ EXPECTED_BY_EXTENSION = {
     ".pdf": "pdf", ".xlsx": "xlsx", ".xlsm": "xlsx", ".csv": "csv", ".xml": "xml", ".xsd": "xml",
     ".step": "step", ".stp": "step", ".eia": "nc", ".nc": "nc", ".gcode": "nc", ".json": "json",
 }
+NUMBER_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+# An AM Bench release file summary: an HTML document whose <h1> reads "Release File Summary: A to B".
+RELEASE_TITLE_RE = re.compile(r"Release File Summary: (\d+(?:\.\d+)*) to (\d+(?:\.\d+)*)")
+RELEASE_HEAD_RE = re.compile(rb"(?i:<!DOCTYPE html[^>]*>\s*)?(?i:<html)[\s>].*?(?i:<h1>)\s*Release File Summary: "
+                             rb"\d+(?:\.\d+)* to \d+(?:\.\d+)*\s*(?i:</h1>)", re.S)
 
 
 def sniff(path: Path, head: bytes) -> str:
-    """One of pdf, xlsx, zip, step, xml, json, nc, csv, checksum, text, binary."""
+    """One of pdf, xlsx, zip, step, release_summary, xml, json, nc, csv, checksum, text, binary."""
     if head.startswith(b"%PDF-"):
         return "pdf"
     if head.startswith(b"PK\x03\x04"):
@@ -28,6 +38,8 @@ def sniff(path: Path, head: bytes) -> str:
     text_head = head.lstrip(b"\xef\xbb\xbf").lstrip()
     if text_head.startswith(b"ISO-10303-21;"):
         return "step"
+    if RELEASE_HEAD_RE.match(text_head):
+        return "release_summary"
     if text_head.startswith(b"<?xml") or (text_head.startswith(b"<") and not text_head.startswith(b"<!DOCTYPE html")):
         return "xml"
     if text_head[:1] in (b"{", b"["):
@@ -42,6 +54,8 @@ def sniff(path: Path, head: bytes) -> str:
     if _looks_nc(lines):
         return "nc"
     if _looks_csv(text, lines):
+        return "csv"
+    if EXPECTED_BY_EXTENSION.get(path.suffix.lower()) in ("csv", "xlsx") and _looks_one_column(lines):
         return "csv"
     return "text"
 
@@ -85,3 +99,12 @@ def _looks_csv(text: str, lines: list[str]) -> bool:
         return False
     widths = [len(r) for r in rows if r]
     return max(widths) > 1 and sum(1 for w in widths if w > 1) >= len(widths) * 0.8
+
+
+def _looks_one_column(lines: list[str]) -> bool:
+    """A single CSV column: every line one numeric field, or one header line (no delimiter) over numbers."""
+    if not lines or any(d in ln for ln in lines for d in ",;\t"):
+        return False
+    fields = [ln.strip().strip('"').strip() for ln in lines]
+    body = fields if NUMBER_RE.match(fields[0]) else fields[1:]
+    return bool(body) and all(NUMBER_RE.match(f) for f in body)

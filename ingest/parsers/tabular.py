@@ -58,6 +58,16 @@ def find_header(rows: list[list[str]]) -> int | None:
     return candidates[0] if candidates else None  # a template without data rows: its first header
 
 
+def _one_column_header(rows: list[list[str]]) -> int | None:
+    """A one-column CSV's header (find_header needs two cells): its first non-empty row, when that holds one
+    non-numeric cell and the next non-empty row one number."""
+    filled = [i for i, r in enumerate(rows[:25]) if any(c.strip() for c in r)]
+    if len(filled) < 2 or any(len(rows[i]) != 1 for i in filled):
+        return None
+    first, nxt = filled[0], filled[1]
+    return first if not _is_number(rows[first][0]) and _is_number(rows[nxt][0]) else None
+
+
 def parse_csv(path: Path, data: bytes, role: Role = Role.CHARACTERIZATION) -> Parsed:
     parsed = Parsed(format="csv", role=role)
     bom = data.startswith(b"\xef\xbb\xbf")
@@ -77,6 +87,8 @@ def parse_csv(path: Path, data: bytes, role: Role = Role.CHARACTERIZATION) -> Pa
         parsed.defects.append(FileDefect("csv.syntax", f"CSV syntax error at line {reader.line_num}: {exc}",
                                          f"L{reader.line_num}"))
     header_at = find_header(rows)
+    if header_at is None:
+        header_at = _one_column_header(rows)
     headers: list[str] = rows[header_at] if header_at is not None else []
     width = len(headers) if headers else max((len(r) for r in rows), default=0)
     ragged = [lines[i] for i, r in enumerate(rows) if r and len(r) != width and any(c.strip() for c in r)]

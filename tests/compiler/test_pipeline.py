@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,17 +15,21 @@ import pytest
 
 from compiler.models import TaskAnswer, TaskView
 from compiler.package import compile_package, load_package
+from compiler.probes import PROBES
 from compiler.run import run_policy
+from compiler.verdict import verdict
 from ingest import ingest_paths
+from ingest.defects import RULES, DefectKind
 from verifiers.graph_verify import read_jsonl, verify_run
 from verifiers.score import score_run
 from voe.graph import Graph
 
-SOURCES = ["mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template", "FACTS.md"]
+SOURCES = ["mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template", "FACTS.md", "ambench-releases"]
 BASELINES = ["reference", "request_everything", "submit_all", "refuse_all", "random"]
+PROBE_RUNS = [f"probe:{p}" for p in PROBES]
 VERIFIER_ONLY = {"family", "binding", "needed", "useful", "reference", "reference_class", "reference_payload",
-                 "accepted_classes", "moment_id", "source_facts", "must_bind", "must_not_submit", "gold", "label",
-                 "variant", "answer", "split", "is_useful", "usefulness"}
+                 "accepted_classes", "moment_id", "source_facts", "must_bind", "may_bind", "decision", "gold", "label",
+                 "variant", "answer", "split", "is_useful", "usefulness", "defects", "defect", "rule", "kind_rule"}
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +45,15 @@ def compiled(_session_graph: Graph, archives: Path, tmp_path_factory: pytest.Tem
     for policy in BASELINES:
         run_policy(root / "pkg", policy, 3, 11, root / policy)
         runs[policy] = score_run(graph, root / policy)
+    for policy in PROBE_RUNS:
+        run_policy(root / "pkg", policy, 1, 0, root / policy)
+        runs[policy] = score_run(graph, root / policy)
     yield {"graph": graph, "root": root, "summary": summary, "runs": runs}
 
 
-def test_package_reaches_the_release_size(compiled: dict[str, Any]) -> None:
+def test_package_has_every_family_and_one_task_per_decision(compiled: dict[str, Any]) -> None:
     s = compiled["summary"]
-    assert s.tasks >= 100 and s.workflows >= 3
+    assert s.tasks >= 25 and s.workflows >= 5
     assert set(s.families) == {"source_integrity", "missing_evidence", "calibration_sufficiency", "packet_submission",
                                "packet_escalation"} and all(v > 0 for v in s.families.values())
     pkg = compiled["root"] / "pkg"
@@ -56,6 +64,29 @@ def test_package_reaches_the_release_size(compiled: dict[str, Any]) -> None:
     assert {src["ark"] for src in manifest.sources} >= {"ark:/88434/mds2-4103", "ark:/88434/mds2-2525"}
     for name in ("task", "evidence", "answer", "manifest"):
         assert json.loads((pkg / "schema" / f"{name}.schema.json").read_text())["type"] == "object"
+    # one decision, one task: no two tasks share a visible question and a gold answer, and no two tasks are
+    # about the same subject (the first binding item)
+    assert manifest.counts["decisions"] == s.decisions == s.tasks
+    assert len({a.binding[0] for a in answers.values()}) == s.tasks
+    shared = Counter(e for a in answers.values() for e in set(a.binding))
+    assert manifest.counts["largest_item_group"] == max(shared.values())
+    # packet_escalation asks something source_integrity does not: its subject is clean and its gold differs
+    for a in answers.values():
+        if a.family.value == "packet_escalation":
+            assert a.accepted_classes == ["abstain_or_escalate"] and a.binding[0] not in a.may_bind["flag_source_defect"]
+
+
+def test_missing_evidence_comes_only_from_real_gaps(compiled: dict[str, Any]) -> None:
+    """Every gap is a file a release removed; nothing of the reconstructed catalog or a record reference."""
+    _, evidence, answers, _ = load_package(compiled["root"] / "pkg")
+    gaps = [a.binding[0] for a in answers.values() if a.family.value == "missing_evidence"]
+    assert gaps
+    for g in gaps:
+        obj = evidence[g]
+        assert obj.status == "unavailable" and obj.provenance == "release_notes"
+        assert any("changelog" in (f.source or {}).get("path", "") for f in obj.facts), g
+    assert not any(o.provenance == "reconstructed" for o in evidence.values())
+    assert all(o.status == "referenced" for o in evidence.values() if o.provenance == "referenced")
 
 
 def test_compiling_twice_gives_identical_bytes(compiled: dict[str, Any]) -> None:
@@ -87,10 +118,49 @@ def test_no_verifier_only_field_reaches_a_policy(compiled: dict[str, Any]) -> No
             text = text.replace(action, "")
         assert not any(f in text for f in families), f"{task['task_id']} names its family"
         answer = answers[task["task_id"]]
-        assert answer.moment_id not in text
+        assert answer.moment_id not in text and answer.decision not in text
         assert not any(f in text for f in answer.source_facts if f.startswith("defect:"))  # the answer key
-    for obj in (json.loads(x) for x in (pkg / "evidence.jsonl").read_text().splitlines()):
-        assert not (_keys(obj) & VERIFIER_ONLY)
+
+
+def test_observations_show_facts_not_verdicts(compiled: dict[str, Any]) -> None:
+    """No defect kind, rule name, defect id or defect list in anything a policy can see: the tasks, the
+    evidence file, and every observation a request returned in any run."""
+    root = compiled["root"]
+    graph: Graph = compiled["graph"]
+    with graph._driver.session() as s:  # noqa: SLF001 - the test inspects the graph directly
+        defect_ids = [r["id"] for r in s.run("MATCH (d:Defect) RETURN d.id AS id")]
+    assert defect_ids, "the shared archives hold defects"
+    forbidden = [k.value for k in DefectKind] + list(RULES) + defect_ids
+    observations = [json.dumps(st["observation"]) for p in [*BASELINES, *PROBE_RUNS]
+                    for st in read_jsonl(root / p / "steps.jsonl") if st["observation"]]
+    assert observations
+    for name in ("tasks.jsonl", "evidence.jsonl"):
+        text = (root / "pkg" / name).read_text()
+        hits = [f for f in forbidden if f in text]
+        assert not hits, (name, hits[:5])
+    for obs in observations:
+        assert not [f for f in forbidden if f in obs]
+    for obj in (json.loads(x) for x in (root / "pkg" / "evidence.jsonl").read_text().splitlines()):
+        assert not (_keys(obj) & VERIFIER_ONLY), obj["evidence_id"]
+
+
+def test_an_observation_states_what_a_reviewer_would_see(compiled: dict[str, Any]) -> None:
+    """The folder whose checksum records disagree shows each checksum file beside the digest it should match;
+    a held CSV shows its recomputed digest; a removed release file shows the rows and changelog lines."""
+    _, evidence, _, _ = load_package(compiled["root"] / "pkg")
+    tracks = evidence["ev:ark:/88434/mds2-4103@1.0.0/Cross_Sections/Tracks_Results"]
+    sidecars = [s for m in tracks.metadata["members"] for s in m["checksum_files"]]
+    assert len(sidecars) >= 36
+    disagree = [s for s in sidecars if s["declared_sha256"] != s["sha256_of_target_digest"]]
+    assert len(disagree) == 36  # the record's 36 pixel_points sidecars whose checksum is not sha256(digest)
+    assert all(f.source and f.source["path"] == "nerdm.json" for f in tracks.facts)
+    csv = evidence.get("ev:ark:/88434/mds2-2525@1.3.2/Al_Spot_AA_ASR_Results.csv")
+    if csv is not None:  # on a menu as a distractor or subject
+        assert csv.metadata["local_sha256"] == csv.metadata["declared_sha256"] and csv.metadata["held"]
+    removed = next(o for o in evidence.values() if o.title and o.title.startswith("AMB2022-718-AMMT-B6-P2-L7.xml ")
+                   and o.status == "unavailable" and "2.1.0" in o.title)
+    texts = " ".join(f.statement for f in removed.facts)
+    assert "a0cbeedce532933cae84b7350fb624faf8d820e0" in texts and "changelog" in texts
 
 
 def test_task_ids_are_made_from_what_the_policy_sees(compiled: dict[str, Any]) -> None:
@@ -109,60 +179,90 @@ def test_requests_return_only_what_the_archive_holds(compiled: dict[str, Any]) -
     with graph._driver.session() as s:  # noqa: SLF001 - the test inspects the graph directly
         held = {r["id"]: r.data() for r in s.run(
             "MATCH (e:Evidence) OPTIONAL MATCH (e)-[:EVIDENCED_BY]->(c:Component) "
-            "OPTIONAL MATCH (e)-[:LOCATED_AT]->(l:SourceLocation) "
-            "RETURN e.id AS id, e.available AS available, c.filepath AS path, "
-            "collect(coalesce(l.locator, l.pointer)) AS locators")}
+            "RETURN e.id AS id, e.available AS available, e.provenance AS provenance, c.filepath AS path")}
+        located = {(r["path"], r["locator"]) for r in s.run(
+            "MATCH (l:SourceLocation) RETURN l.path AS path, coalesce(l.locator, l.pointer) AS locator")}
     for eid, obj in evidence.items():
         row = held[eid]
         if obj.status == "unavailable":
-            assert obj.model_dump(exclude_defaults=True) == {"evidence_id": eid, "status": "unavailable"}
             assert row["available"] is False or row["path"] is None
+        elif obj.status == "referenced":
+            assert row["provenance"] == "referenced" and row["path"] is None
         else:
-            assert row["available"] is not False and obj.component and obj.component["component_path"] == row["path"]
-            assert {loc["locator"] for loc in obj.locations} <= set(row["locators"])
+            assert row["available"] is not False
+            if row["path"] is not None:
+                assert obj.metadata["path"] == row["path"]
+        for fact in obj.facts:  # every stated fact points at a place that exists in an archive file
+            assert fact.source is not None and (fact.source["path"], fact.source["locator"]) in located, fact
 
 
 def test_release_gate(compiled: dict[str, Any]) -> None:
+    """The gate of `voe compile` (recorded in the manifest) and the same policies scored by the Cypher
+    verifier agree, and the package passes: reference on every task, every probe far below it."""
     runs = compiled["runs"]
     tasks = compiled["summary"].tasks
-    valid = {p: runs[p][0]["evidence_grounded_valid"]["count"] / 3 for p in BASELINES}
-    assert valid["reference"] == tasks
-    for p in BASELINES[1:]:
-        assert valid[p] <= tasks * 0.4, (p, valid[p])
+    manifest = json.loads((compiled["root"] / "pkg" / "manifest.json").read_text())
+    gate = {r["policy"]: r for r in manifest["gate"]["rows"]}
+    assert manifest["gate"]["passed"] and compiled["summary"].gate_passed
+    assert set(gate) >= {"reference", *BASELINES, *PROBES, "text_nn"}
+    for policy in [*BASELINES, *PROBE_RUNS]:
+        name = policy.removeprefix("probe:")
+        summary = runs[policy][0]
+        passes = summary["passes"]
+        if name != "random":  # the gate replays one pass with seed 0, the runs above use other seeds
+            assert summary["evidence_grounded_valid"]["count"] == gate[name]["valid"] * passes, policy
+    assert gate["reference"]["valid"] == tasks
+    for name, row in gate.items():
+        if name != "reference":
+            assert row["valid"] <= tasks * row["limit"], (name, row)
+    assert gate["text_nn"]["limit"] == 0.4
     # null policies: blanket submission and blanket refusal never pull evidence, so nothing they do is grounded
-    assert valid["submit_all"] == 0 and valid["refuse_all"] == 0
-    # request_everything only ever submits: it can pass submission tasks and nothing else
-    by_family = runs["request_everything"][0]["by_family"]
-    for family in ("source_integrity", "missing_evidence", "packet_escalation"):
-        assert by_family[family]["evidence_grounded_valid"]["count"] == 0
+    assert gate["submit_all"]["valid"] == 0 and gate["refuse_all"]["valid"] == 0
 
 
 def _python_verdict(tr: dict[str, Any], answer: TaskAnswer) -> tuple[bool, bool, bool]:
-    pulled, payload, cls = set(tr["requested"]), set(tr["payload"]), tr["terminal_class"]
-    action_valid = cls is not None and cls in answer.accepted_classes
-    bound = (cls is not None and payload <= pulled and set(answer.must_bind.get(cls, [])) <= payload
-             and not (cls == "submit_risk_packet" and payload & set(answer.must_not_submit)))
-    grounded = set(answer.needed) <= pulled
-    return action_valid, bound, grounded
+    return verdict(tr["terminal_class"], tr["payload"], tr["requested"], answer)
 
 
-def test_cypher_and_python_verdicts_agree_everywhere(compiled: dict[str, Any]) -> None:
-    _, _, answers, _ = load_package(compiled["root"] / "pkg")
-    checked = 0
-    for policy in BASELINES:
-        run_dir = compiled["root"] / policy
-        verdicts = {v.trajectory_id: v for v in verify_run(compiled["graph"], run_dir)}
-        for tr in read_jsonl(run_dir / "trajectories.jsonl"):
-            v = verdicts[tr["trajectory_id"]]
-            assert (v.action_valid, v.payload_bound, v.grounded) == _python_verdict(tr, answers[tr["task_id"]])
-            checked += 1
-    assert checked == 5 * 3 * compiled["summary"].tasks
+def test_over_inclusive_payloads_are_rejected(compiled: dict[str, Any]) -> None:
+    """A flag that also names a clean pulled item, and a submit that adds an item beyond the packet, fail
+    check (2) in the Cypher verifier; the exact payloads pass."""
+    root = compiled["root"]
+    views, _, answers, _ = load_package(root / "pkg")
+
+    def pull_all_then(extra: bool, cls: str) -> Any:
+        def policy(view: TaskView, answer: Any, history: list[dict[str, Any]], rng: Any) -> Any:
+            if len(history) < len(view.menu):
+                e = view.menu[len(history)]
+                return {"action": e.request_action.value, "evidence_id": e.evidence_id}
+            gold = gold_payload.get(view.task_id, [])
+            return {"action": cls, "payload": gold + (clean_extra[view.task_id][:1] if extra else [])}
+        return policy
+
+    for cls, family in (("flag_source_defect", "source_integrity"), ("submit_risk_packet", "packet_submission")):
+        gold_payload = {v.task_id: list(answers[v.task_id].reference_payload) for v in views
+                        if answers[v.task_id].family.value == family}
+        # an item the class may not name: clean for a flag, outside the packet for a submit
+        clean_extra = {v.task_id: [e.evidence_id for e in v.menu
+                                   if e.evidence_id not in answers[v.task_id].may_bind[cls]] for v in views}
+        targets = {t for t in gold_payload if clean_extra[t]}
+        assert len(targets) >= 5
+        for extra in (False, True):
+            name = f"strict-{cls.split('_')[0]}" + ("-extra" if extra else "")
+            run_policy(root / "pkg", name, 1, 0, root / name, policy_fn=pull_all_then(extra, cls))
+            _, scores = score_run(compiled["graph"], root / name)
+            got = {s.task_id: s.valid for s in scores if s.task_id in targets}
+            if extra:
+                assert not any(got.values()), (name, got)
+            else:
+                assert all(got.values()), (name, got)
 
 
 def test_bad_actions_get_their_outcome_and_label(compiled: dict[str, Any]) -> None:
     root = compiled["root"]
     views, _, answers, _ = load_package(root / "pkg")
-    target = next(v for v in views if answers[v.task_id].reference_class.value == "submit_risk_packet")
+    target = next(v for v in views if answers[v.task_id].reference_class.value == "submit_risk_packet"
+                  and answers[v.task_id].needed)
     never_pulled = target.menu[0].evidence_id
     scripts: dict[str, Any] = {  # each action is repeated until the episode ends
         "parse": "{not json",
@@ -205,6 +305,10 @@ def test_score_json_and_report(compiled: dict[str, Any], cli_env: dict[str, str]
     assert out["paired"]["mean_difference"] < 0
     ref = compiled["runs"]["reference"][0]
     assert ref["cost_score"] == 1.0 and ref["codebook"] == {"reference_path": 3 * compiled["summary"].tasks}
+    clustered = ref["evidence_grounded_valid"]
+    assert clustered["clusters"] == compiled["summary"].workflows and tuple(clustered["ci95_cluster"]) == (1.0, 1.0)
+    rnd = out["evidence_grounded_valid"]  # the random policy: tasks of one workflow are not independent
+    assert rnd["clusters"] == compiled["summary"].workflows and rnd["ci95_cluster"][0] <= rnd["mean"] <= rnd["ci95_cluster"][1]
     proc = subprocess.run([sys.executable, "-m", "voe", "report", *(str(root / p) for p in BASELINES), "--out",
                            str(root / "report")], capture_output=True, text=True, env=cli_env)
     assert proc.returncode == 0, proc.stderr
@@ -267,3 +371,19 @@ def test_the_same_visible_question_never_has_two_gold_answers(compiled: dict[str
         key = (v.question, frozenset(e.evidence_id for e in v.menu))
         answer_key = (frozenset(a.accepted_classes), tuple(sorted((k, tuple(x)) for k, x in a.must_bind.items())))
         assert gold.setdefault(key, answer_key) == answer_key, v.task_id
+
+
+def test_cypher_and_python_verdicts_agree_everywhere(compiled: dict[str, Any]) -> None:
+    _, _, answers, _ = load_package(compiled["root"] / "pkg")
+    checked = 0
+    for policy in [*BASELINES, *PROBE_RUNS, "strict-flag", "strict-flag-extra", "strict-submit",
+                   "strict-submit-extra"]:
+        run_dir = compiled["root"] / policy
+        if not run_dir.exists():
+            continue
+        verdicts = {v.trajectory_id: v for v in verify_run(compiled["graph"], run_dir)}
+        for tr in read_jsonl(run_dir / "trajectories.jsonl"):
+            v = verdicts[tr["trajectory_id"]]
+            assert (v.action_valid, v.payload_bound, v.grounded) == _python_verdict(tr, answers[tr["task_id"]])
+            checked += 1
+    assert checked >= (5 * 3 + len(PROBE_RUNS)) * compiled["summary"].tasks

@@ -116,3 +116,49 @@ def test_broken_workbook_is_a_defect_naming_it(tmp_path: Path) -> None:
     parsed = parse_file(path, "broken.xlsx")
     assert parsed is not None and [d.rule for d in parsed.defects] == ["xlsx.read"]
     assert "workbook cannot be opened" in parsed.defects[0].detail
+
+
+def test_one_column_numeric_csv_is_a_csv(tmp_path: Path) -> None:
+    path = tmp_path / "widths.csv"
+    path.write_text("1.5\n2\n-3e-2\n")  # no delimiter on any line, still a valid CSV
+    parsed = parse_file(path, "widths.csv")
+    assert parsed is not None and parsed.format == "csv" and parsed.defects == []
+    assert [(f.locator, f.text, f.value) for f in parsed.facts] == [("L1:C1", "1.5", 1.5), ("L2:C1", "2", 2.0),
+                                                                    ("L3:C1", "-3e-2", -0.03)]
+    assert parsed.summary["columns"] == 1 and parsed.summary["header_line"] is None
+    for fact in parsed.facts:
+        assert _csv_cell(path, fact.extra["line"], fact.extra["column"]) == fact.text
+
+
+def test_one_column_csv_with_a_header_line(tmp_path: Path) -> None:
+    path = tmp_path / "width.csv"
+    path.write_bytes(b"MeltPoolWidth(um)\r\n101.5\r\n99\r\n")
+    parsed = parse_file(path, "width.csv")
+    assert parsed is not None and parsed.format == "csv" and parsed.defects == []
+    assert parsed.summary["header_line"] == 1 and parsed.summary["columns"] == 1 and parsed.summary["units"] == ["um"]
+    header, *values = parsed.facts
+    assert (header.locator, header.text, header.extra["header"]) == ("L1:C1", "MeltPoolWidth(um)", True)
+    assert [(f.locator, f.name, f.unit, f.value) for f in values] == [("L2:C1", "MeltPoolWidth", "um", 101.5),
+                                                                      ("L3:C1", "MeltPoolWidth", "um", 99.0)]
+
+
+def test_one_column_lookalikes_are_still_flagged(tmp_path: Path) -> None:
+    prose = tmp_path / "notes.csv"
+    prose.write_text("these are notes\nnot a table\n")
+    parsed = parse_file(prose, "notes.csv")
+    assert parsed is not None and parsed.format == "text"
+    assert [d.rule for d in parsed.defects] == ["format.mismatch"]
+    fake = tmp_path / "numbers.xlsx"  # one column of numbers behind an .xlsx name: really CSV, still flagged
+    fake.write_text("1\n2\n3\n")
+    parsed = parse_file(fake, "numbers.xlsx")
+    assert parsed is not None and parsed.format == "csv" and [f.locator for f in parsed.facts] == ["L1:C1", "L2:C1", "L3:C1"]
+    assert parsed.defects[0].rule == "format.mismatch" and "the bytes are csv" in parsed.defects[0].detail
+    pdf = tmp_path / "report.csv"
+    pdf.write_bytes(b"%PDF-1.4\n1\n2\n")
+    parsed = parse_file(pdf, "report.csv")
+    assert parsed is not None and parsed.defects[0].rule == "format.mismatch"
+    assert "the bytes are pdf" in parsed.defects[0].detail
+    numbers_txt = tmp_path / "numbers.txt"  # the extension settles the ambiguity: a .txt of numbers is text
+    numbers_txt.write_text("1\n2\n")
+    parsed = parse_file(numbers_txt, "numbers.txt")
+    assert parsed is not None and parsed.format == "text" and parsed.defects == []

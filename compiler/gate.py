@@ -1,0 +1,106 @@
+"""The release gate `voe compile` runs on every package (DESIGN §7): the reference, the null policies and
+the shortcut probes (compiler/probes.py) replayed over every task, scored with the verifier's checks
+(compiler/verdict.py). Gate: the reference valid on every task, every probe at most PROBE_LIMIT of the
+tasks, the text-only probe at most TEXT_LIMIT. A failing package is still written; the table says why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from compiler.models import EvidenceObject, TaskAnswer, TaskView
+from compiler.policies import NO_ANSWER, POLICIES, Policy
+from compiler.probes import PROBES, predicted
+from compiler.replay import ReplayEnv
+from compiler.verdict import verdict
+
+PROBE_LIMIT = 0.5
+TEXT_LIMIT = 0.4
+FOLDS = 5
+WORD = re.compile(r"[a-z0-9]+")
+
+
+class GateRow(BaseModel):
+    policy: str
+    kind: str  # reference | null | probe | text_probe
+    valid: int
+    tasks: int
+    rate: float
+    limit: float | None
+    passed: bool
+
+
+class GateReport(BaseModel):
+    passed: bool
+    rows: list[GateRow]
+
+    def table(self) -> str:
+        lines = ["| policy | kind | valid | rate | limit | |", "|---|---|---|---|---|---|"]
+        for r in self.rows:
+            limit = "all tasks" if r.kind == "reference" else "-" if r.limit is None else f"<= {r.limit:.0%}"
+            lines.append(f"| {r.policy} | {r.kind} | {r.valid}/{r.tasks} | {r.rate:.1%} | {limit} | "
+                         f"{'ok' if r.passed else 'FAIL'} |")
+        return "\n".join(lines)
+
+
+def episode(env: ReplayEnv, view: TaskView, answer: TaskAnswer, act: Policy, seed: int = 0,
+            reads_answer: bool = False) -> bool:
+    rng = random.Random(int(hashlib.sha256(f"{seed}|{view.task_id}|0".encode()).hexdigest()[:16], 16))
+    env.reset(view, f"gate/{view.task_id}")
+    history: list[dict[str, Any]] = []
+    done = False
+    while not done:
+        rec, done = env.step(act(view, answer if reads_answer else NO_ANSWER, history, rng))
+        history.append(rec.model_dump(mode="json"))
+    s = env.summary
+    return all(verdict(s.terminal_class, s.payload, s.requested, answer))
+
+
+def _words(view: TaskView) -> set[str]:
+    text = " ".join([view.question, *(f"{e.kind} {e.title}" for e in view.menu)]).lower()
+    return set(WORD.findall(text))
+
+
+def text_nn_classes(views: list[TaskView], answers: dict[str, TaskAnswer]) -> dict[str, str]:
+    """Each task's class as the nearest other task (Jaccard over visible words) predicts it, with the
+    neighbours drawn only from the other folds (5-fold cross-validation, folds by a hash of the task id)."""
+    fold = {v.task_id: int(hashlib.sha256(v.task_id.encode()).hexdigest(), 16) % FOLDS for v in views}
+    words = {v.task_id: _words(v) for v in views}
+    out: dict[str, str] = {}
+    for v in views:
+        best: tuple[float, str] | None = None
+        for u in views:
+            if fold[u.task_id] == fold[v.task_id]:
+                continue
+            a, b = words[v.task_id], words[u.task_id]
+            score = len(a & b) / max(1, len(a | b))
+            if best is None or (score, u.task_id) > best:
+                best = (score, u.task_id)
+        out[v.task_id] = answers[best[1]].reference_class.value if best else "abstain_or_escalate"
+    return out
+
+
+def run_gate(views: list[TaskView], evidence: dict[str, EvidenceObject], answers: dict[str, TaskAnswer]) -> GateReport:
+    env = ReplayEnv(evidence)
+    n = len(views)
+    rows: list[GateRow] = []
+
+    def add(name: str, kind: str, valid: int, limit: float | None) -> None:
+        rate = valid / n if n else 0.0
+        ok = valid == n if kind == "reference" else (limit is None or rate <= limit)
+        rows.append(GateRow(policy=name, kind=kind, valid=valid, tasks=n, rate=round(rate, 4), limit=limit, passed=ok))
+
+    for name, act in POLICIES.items():
+        valid = sum(episode(env, v, answers[v.task_id], act, reads_answer=name == "reference") for v in views)
+        add(name, "reference" if name == "reference" else "null", valid, None if name == "reference" else PROBE_LIMIT)
+    for name, act in PROBES.items():
+        add(name, "probe", sum(episode(env, v, answers[v.task_id], act) for v in views), PROBE_LIMIT)
+    classes = text_nn_classes(views, answers)
+    add("text_nn", "text_probe", sum(episode(env, v, answers[v.task_id], predicted(classes[v.task_id]))
+                                     for v in views), TEXT_LIMIT)
+    return GateReport(passed=all(r.passed for r in rows), rows=rows)

@@ -1,0 +1,138 @@
+"""What a request returns: the facts a reviewer holding the archive would see for an item (DESIGN §4).
+
+Each observation states what the record declares (path, media type, size, digest, download URL, the
+record's own flags such as a checksum file's `valid`, and their wording), what we hold (the digest and size
+recomputed from the local bytes, the format the bytes parse as), each checksum file beside the digest it
+should match (its content when we hold it; otherwise its declared sha256 beside sha256 of the target's
+declared digest written as the 64 hex characters a NIST sidecar holds), for a folder the same for each
+member file, and for release-note items and references the lines of the archive's own documents that name
+them. Every statement carries the place it comes from.
+
+Nothing here says what the facts mean: no defect kind, rule name, defect list, or a field derived from
+them. Comparing a digest with another, or a media type with an extension, is the agent's judgment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from compiler.models import EvidenceObject, ObservedFact
+
+MAX_DESCRIPTION = 300
+
+
+def _digest_of_digest(declared: str | None) -> str | None:
+    """sha256 of a declared digest as the 64 lowercase hex characters a NIST sidecar holds (no newline)."""
+    if not declared:
+        return None
+    return hashlib.sha256(declared.lower().encode("ascii", errors="replace")).hexdigest()
+
+
+def _record_source(row: dict[str, Any]) -> dict[str, Any] | None:
+    for loc in row["locations"]:
+        if loc.get("kind") == "json_pointer" or loc.get("kind") == "file_region":
+            return {"path": loc.get("path"), "locator": loc.get("locator"), "sha256": loc.get("sha256")}
+    return None
+
+
+def _declared(path: str, media_type: str | None, size: Any, sha: str | None) -> str:
+    parts = [f"media type {media_type}" if media_type else "no media type",
+             f"{size} bytes" if size is not None else "no size",
+             f"sha256 {sha}" if sha else "no checksum"]
+    return f"The record lists {path}: " + ", ".join(parts) + "."
+
+
+def _file_meta(item: dict[str, Any]) -> dict[str, Any]:
+    target_digest = item.get("declared_sha256")
+    sidecars = []
+    for s in sorted(item.get("sidecars") or [], key=lambda x: x["path"] or ""):
+        sidecars.append({
+            "path": s["path"], "valid": s.get("valid"), "declared_sha256": s.get("declared_sha256"),
+            "declared_size": s.get("declared_size"), "held": bool(s.get("held")), "content": s.get("content"),
+            "sha256_of_target_digest": _digest_of_digest(target_digest),
+        })
+    return {k: v for k, v in {
+        "path": item.get("path"), "media_type": item.get("media_type"), "declared_size": item.get("declared_size"),
+        "declared_sha256": target_digest, "held": bool(item.get("held")), "local_sha256": item.get("sha256"),
+        "local_size": item.get("size"), "parsed_as": item.get("format"), "checksum_files": sidecars,
+    }.items() if v is not None}
+
+
+def _file_facts(meta: dict[str, Any], source: dict[str, Any] | None) -> list[ObservedFact]:
+    path = meta["path"]
+    out = [ObservedFact(statement=_declared(path, meta.get("media_type"), meta.get("declared_size"),
+                                            meta.get("declared_sha256")), source=source)]
+    if meta.get("held"):
+        held = f"The local copy of {path} is {meta.get('local_size')} bytes with sha256 {meta.get('local_sha256')}."
+        if meta.get("parsed_as"):
+            held += f" Its bytes parse as {meta['parsed_as']}."
+        out.append(ObservedFact(statement=held, source=source))
+    else:
+        out.append(ObservedFact(statement=f"This copy of the archive does not hold the bytes of {path}.", source=source))
+    for s in meta.get("checksum_files", []):
+        text = (f"{s['path']} is the record's checksum file for {path}; the record marks it valid: "
+                f"{str(s['valid']).lower() if s['valid'] is not None else 'not stated'}, and lists it with "
+                f"{s.get('declared_size')} bytes, sha256 {s.get('declared_sha256')}.")
+        if s.get("content") is not None:
+            text += f" It holds the text {s['content']}."
+        elif s.get("sha256_of_target_digest"):
+            text += (f" This copy does not hold its bytes; sha256 of {path}'s declared digest written as 64 hex "
+                     f"characters is {s['sha256_of_target_digest']}.")
+        out.append(ObservedFact(statement=text, source=source))
+    return out
+
+
+def observe(row: dict[str, Any]) -> EvidenceObject:
+    """The observation for one evidence catalog row (cypher/compiler/evidence_catalog.cypher)."""
+    common = {"evidence_id": row["evidence_id"], "kind": row["kind"], "title": row["title"], "record": row["ark"],
+              "provenance": row["provenance"]}
+    facts: list[ObservedFact] = []
+    meta: dict[str, Any] = {}
+    located = [loc for loc in row["locations"] if loc.get("text")]
+    if row["provenance"] == "referenced":
+        source = _record_source(row)
+        meta = {"location": row.get("target"), "ref_type": row.get("ref_type")}
+        facts.append(ObservedFact(statement=f"The record's references list {row.get('target')} "
+                                  f"({row.get('ref_type') or 'no relation given'}), titled '{row['title']}'.",
+                                  source=source))
+        return EvidenceObject(status="referenced", metadata=meta, facts=facts, **common)
+    if row["provenance"] == "release_notes":
+        meta = {k: row[k] for k in ("listed_in", "release_from", "release_to", "release_sha1", "release_size")
+                if row.get(k) is not None}
+        for loc in sorted(located, key=lambda x: (x.get("path") or "", x.get("line") or 0, x.get("locator") or "")):
+            where = f"{loc.get('path')} line {loc.get('line')}" if loc.get("line") else f"{loc.get('path')}"
+            facts.append(ObservedFact(statement=f"{where}: {loc['text'].strip()}",
+                                      source={"path": loc.get("path"), "locator": loc.get("locator"),
+                                              "sha256": loc.get("sha256")}))
+        return EvidenceObject(status="archived" if row["available"] else "unavailable", metadata=meta, facts=facts,
+                              **common)
+    if not row["available"]:
+        return EvidenceObject(evidence_id=row["evidence_id"], status="unavailable")
+    source = _record_source(row)
+    if row["is_folder"]:
+        members = [_file_meta(m) for m in row["members"]]
+        meta = {"path": row["component_path"], "files": row["member_count"], "folders": sorted(row["subfolders"]),
+                "members": members}
+        text = f"The folder {row['component_path']} holds {row['member_count']} files"
+        if row["subfolders"]:
+            text += " and the folders " + ", ".join(sorted(row["subfolders"]))
+        facts.append(ObservedFact(statement=text + ".", source=source))
+        for m in members:
+            facts.extend(_file_facts(m, source))
+    else:
+        meta = _file_meta({"path": row["component_path"], "media_type": row["media_type"],
+                           "declared_size": row["declared_size"], "declared_sha256": row["declared_sha256"],
+                           "held": row["held"], "sha256": row["local_sha256"], "size": row["local_size"],
+                           "format": row["local_format"], "sidecars": row["sidecars"]})
+        meta["download_url"] = row["download_url"]
+        facts.extend(_file_facts(meta, source))
+    if row["kind"] == "source_document":  # a readme or changelog is read for what it says
+        for ln in row.get("lines") or []:
+            facts.append(ObservedFact(statement=f"{ln.get('path')} line {ln.get('line')}: {ln.get('text')}",
+                                      source={"path": ln.get("path"), "locator": ln.get("locator"),
+                                              "sha256": ln.get("sha256")}))
+    if row.get("description"):
+        facts.append(ObservedFact(statement=f"The record describes it: {str(row['description'])[:MAX_DESCRIPTION]}",
+                                  source=source))
+    return EvidenceObject(status="archived", metadata=meta, facts=facts, **common)

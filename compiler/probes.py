@@ -1,0 +1,137 @@
+"""Shortcut probes: cheap policies an adversary would try first. They see only the policy-visible task and
+the observations of what they request (never an answer), and the release gate keeps each far below the
+reference (compiler/gate.py).
+
+- `named_item`      request the items the question names (and the menu's calibration artifacts); localize
+                    those that are unavailable; else flag those whose facts disagree (a digest, size or
+                    release hash that differs from another, a checksum file the record marks invalid); else
+                    submit them. The 15-line label reader of issue 7, adapted to observations that show facts.
+- `status_only`     request the named items; localize the unavailable ones, else submit them (never flags:
+                    "the archive has it, so it is fine").
+- `pull_all`        question-blind: request everything, then the same rule over every item.
+- `flag_all`        request everything, flag everything.
+- `localize_all`    request everything, localize everything.
+- `escalate_all`    request everything, then abstain_or_escalate.
+- `text_nn`         text only: the terminal class of the nearest task by visible words, scored by 5-fold
+                    cross-validation (compiler/gate.py), payload the items the question names.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from typing import Any
+
+from compiler.models import Action, TaskAnswer, TaskView
+
+Policy = Callable[[TaskView, TaskAnswer, list[dict[str, Any]], random.Random], dict[str, Any]]
+HEX40 = re.compile(r"\b[0-9a-f]{40}\b")
+
+
+def named_items(view: TaskView) -> list[str]:
+    return [e.evidence_id for e in view.menu if e.title and e.title in view.question]
+
+
+def _request(view: TaskView, eid: str) -> dict[str, Any]:
+    entry = next(e for e in view.menu if e.evidence_id == eid)
+    return {"action": entry.request_action.value, "evidence_id": eid}
+
+
+def _file_disagrees(m: dict[str, Any]) -> bool:
+    if m.get("local_sha256") and m.get("declared_sha256") and m["local_sha256"] != m["declared_sha256"]:
+        return True
+    if m.get("local_size") is not None and m.get("declared_size") is not None and m["local_size"] != m["declared_size"]:
+        return True
+    for s in m.get("checksum_files", []):
+        if s.get("valid") is False:
+            return True
+        if s.get("content") is not None and m.get("declared_sha256") and s["content"] != m["declared_sha256"]:
+            return True
+        if s.get("content") is None and s.get("sha256_of_target_digest") and s.get("declared_sha256") \
+                and s["declared_sha256"] != s["sha256_of_target_digest"]:
+            return True
+    return False
+
+
+def looks_odd(obs: dict[str, Any]) -> bool:
+    """Any fact of the observation that disagrees with another."""
+    meta = obs.get("metadata") or {}
+    if _file_disagrees(meta) or any(_file_disagrees(m) for m in meta.get("members", [])):
+        return True
+    hashes = {h for f in obs.get("facts", []) for h in HEX40.findall(f.get("statement", ""))}
+    return len(hashes) > 1  # a file listed with two different release hashes
+
+
+def _judge(pulled: list[dict[str, Any]], among: list[str]) -> dict[str, Any]:
+    seen = {h["evidence_id"]: h for h in pulled if h["outcome"] in ("revealed", "unavailable")}
+    items = [e for e in among if e in seen]
+    gone = [e for e in items if seen[e]["outcome"] == "unavailable"]
+    if gone:
+        return {"action": Action.LOCALIZE_MISSING_EVIDENCE.value, "payload": gone}
+    odd = [e for e in items if looks_odd(seen[e]["observation"])]
+    if odd:
+        return {"action": Action.FLAG_SOURCE_DEFECT.value, "payload": odd}
+    return {"action": Action.SUBMIT_RISK_PACKET.value, "payload": items}
+
+
+def _pull_then(targets: list[str], view: TaskView, history: list[dict[str, Any]],
+               finish: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    done = {h.get("evidence_id") for h in history}
+    for eid in targets:
+        if eid not in done:
+            return _request(view, eid)
+    return finish()
+
+
+def named_item(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:
+    targets = named_items(view) + [e.evidence_id for e in view.menu if e.kind == "calibration_artifact"]
+    targets = list(dict.fromkeys(targets))
+    return _pull_then(targets, view, history, lambda: _judge(history, targets))
+
+
+def status_only(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]],
+                rng: random.Random) -> dict[str, Any]:
+    targets = list(dict.fromkeys(named_items(view) + [e.evidence_id for e in view.menu
+                                                        if e.kind == "calibration_artifact"]))
+
+    def finish() -> dict[str, Any]:
+        seen = {h["evidence_id"]: h["outcome"] for h in history if h["outcome"] in ("revealed", "unavailable")}
+        gone = [e for e in targets if seen.get(e) == "unavailable"]
+        if gone:
+            return {"action": Action.LOCALIZE_MISSING_EVIDENCE.value, "payload": gone}
+        return {"action": Action.SUBMIT_RISK_PACKET.value, "payload": [e for e in targets if e in seen]}
+    return _pull_then(targets, view, history, finish)
+
+
+def pull_all(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:
+    targets = [e.evidence_id for e in view.menu]
+    return _pull_then(targets, view, history, lambda: _judge(history, targets))
+
+
+def _blanket(action: Action, with_payload: bool) -> Policy:
+    def policy(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:
+        targets = [e.evidence_id for e in view.menu]
+        return _pull_then(targets, view, history,
+                          lambda: {"action": action.value, "payload": targets if with_payload else []})
+    return policy
+
+
+def predicted(action: str) -> Policy:
+    """`text_nn`'s policy for one task once its class is predicted: pull everything, then that class on the
+    items the question names."""
+    def policy(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:
+        targets = [e.evidence_id for e in view.menu]
+        payload = [] if action == Action.ABSTAIN_OR_ESCALATE.value else named_items(view)
+        return _pull_then(targets, view, history, lambda: {"action": action, "payload": payload})
+    return policy
+
+
+PROBES: dict[str, Policy] = {
+    "named_item": named_item,
+    "status_only": status_only,
+    "pull_all": pull_all,
+    "flag_all": _blanket(Action.FLAG_SOURCE_DEFECT, True),
+    "localize_all": _blanket(Action.LOCALIZE_MISSING_EVIDENCE, True),
+    "escalate_all": _blanket(Action.ABSTAIN_OR_ESCALATE, False),
+}

@@ -1,0 +1,27 @@
+"""The verifier's three checks (DESIGN §6) in Python, for the compile-time shortcut gate. The graph query
+cypher/verifiers/verify_trajectories.cypher is the verifier of record; tests prove the two agree on every
+trajectory of every baseline and probe.
+
+(1) action valid: the terminal class is one the task accepts;
+(2) payload bound: every payload id was pulled, the payload names what its class must bind
+    (`must_bind`), and nothing beyond what the class may name (`may_bind`: a flag only defective items, a
+    localize only missing items, a submit exactly the packet);
+(3) grounded: everything the reference needs to justify its class was pulled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from compiler.models import TaskAnswer
+
+
+def verdict(terminal_class: str | None, payload: Iterable[str], requested: Iterable[str],
+            answer: TaskAnswer) -> tuple[bool, bool, bool]:
+    pulled, named = set(requested), set(payload)
+    action_valid = terminal_class is not None and terminal_class in answer.accepted_classes
+    bound = (terminal_class is not None and named <= pulled
+             and set(answer.must_bind.get(terminal_class, [])) <= named
+             and (terminal_class not in answer.may_bind or named <= set(answer.may_bind[terminal_class])))
+    grounded = set(answer.needed) <= pulled
+    return action_valid, bound, grounded
