@@ -30,6 +30,7 @@ changelog names first; the rest still serve as menu entries. Defects and escalat
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -264,10 +265,18 @@ def hard_negatives(cat: Catalog, wf: str, exclude: set[str]) -> list[str]:
         row, obj = cat.rows[e], cat.objects[e]
         odd = (obj.status in ("referenced", "unavailable") or row.get("release_status") in ("renamed", "changed")
                or (obj.status == "archived" and not row.get("held") and not row["is_folder"])
-               or bool(cat.own_defects.get(e)))
+               or _bom_or_crlf(row.get("local_summary")) or bool(cat.own_defects.get(e)))
         if odd:
             out.append(e)
     return out
+
+
+def _bom_or_crlf(summary_json: str | None) -> bool:
+    try:
+        summary = json.loads(summary_json) if summary_json else {}
+    except ValueError:
+        return False
+    return bool(summary.get("bom") or summary.get("crlf"))
 
 
 QUESTION = (

@@ -15,9 +15,11 @@ them. Comparing a digest with another, or a media type with an extension, is the
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from compiler.models import EvidenceObject, ObservedFact
+from ingest.defects import STATED_AS_FACTS
 
 MAX_DESCRIPTION = 300
 
@@ -56,11 +58,48 @@ def _file_meta(item: dict[str, Any]) -> dict[str, Any]:
         "path": item.get("path"), "media_type": item.get("media_type"), "declared_size": item.get("declared_size"),
         "declared_sha256": target_digest, "held": bool(item.get("held")), "local_sha256": item.get("sha256"),
         "local_size": item.get("size"), "parsed_as": item.get("format"), "checksum_files": sidecars,
+        "parse_summary": item.get("summary"),
     }.items() if v is not None}
+
+
+def _parsed(path: str, summary_json: str | None) -> str | None:
+    """What the parser saw in the bytes, for every held file alike (a finding is not a tell by its presence)."""
+    try:
+        summary = json.loads(summary_json) if summary_json else {}
+    except (TypeError, ValueError):
+        return None
+    if "rows" in summary and "columns" in summary:
+        text = f"{path} parses as a table of {summary['rows']} rows and {summary['columns']} columns"
+        if summary.get("encoding"):
+            text += f", encoding {summary['encoding']}"
+        if summary.get("bom"):
+            text += ", beginning with a UTF-8 byte order mark"
+        if "crlf" in summary:
+            text += ", lines ending in CRLF" if summary["crlf"] else ", lines ending in LF"
+        return text + "."
+    if summary.get("sheets"):
+        return f"{path} parses as a workbook with the sheets {', '.join(map(str, summary['sheets']))}."
+    if "pages" in summary:
+        missing = summary.get("pages_without_text") or []
+        return (f"{path} has {summary['pages']} pages; pages without a text layer: "
+                f"{', '.join(map(str, missing)) if missing else 'none'}.")
+    return None
+
+
+def _findings(row: dict[str, Any]) -> list[ObservedFact]:
+    """The parsers' statements about what the bytes hold (ingest/defects.py STATED_AS_FACTS), at their place."""
+    out = []
+    for d in sorted(row.get("defects") or [], key=lambda d: (d.get("pointer") or "", d.get("detail") or "")):
+        if d.get("rule") in STATED_AS_FACTS and d.get("detail"):
+            locator = str(d.get("pointer") or "").rsplit("#", 1)[-1] or "file"
+            out.append(ObservedFact(statement=str(d["detail"]), source={"path": d.get("path"), "locator": locator,
+                                                                       "sha256": None}))
+    return out
 
 
 def _file_facts(meta: dict[str, Any], source: dict[str, Any] | None) -> list[ObservedFact]:
     path = meta["path"]
+    summary = meta.pop("parse_summary", None)
     out = [ObservedFact(statement=_declared(path, meta.get("media_type"), meta.get("declared_size"),
                                             meta.get("declared_sha256")), source=source)]
     if meta.get("held"):
@@ -68,6 +107,8 @@ def _file_facts(meta: dict[str, Any], source: dict[str, Any] | None) -> list[Obs
         if meta.get("parsed_as"):
             held += f" Its bytes parse as {meta['parsed_as']}."
         out.append(ObservedFact(statement=held, source=source))
+        if parsed := _parsed(path, summary):
+            out.append(ObservedFact(statement=parsed, source=source))
     else:
         out.append(ObservedFact(statement=f"This copy of the archive does not hold the bytes of {path}.", source=source))
     for s in meta.get("checksum_files", []):
@@ -124,9 +165,11 @@ def observe(row: dict[str, Any]) -> EvidenceObject:
         meta = _file_meta({"path": row["component_path"], "media_type": row["media_type"],
                            "declared_size": row["declared_size"], "declared_sha256": row["declared_sha256"],
                            "held": row["held"], "sha256": row["local_sha256"], "size": row["local_size"],
-                           "format": row["local_format"], "sidecars": row["sidecars"]})
+                           "format": row["local_format"], "sidecars": row["sidecars"],
+                           "summary": row["local_summary"]})
         meta["download_url"] = row["download_url"]
         facts.extend(_file_facts(meta, source))
+    facts.extend(_findings(row))
     if row["kind"] == "source_document":  # a readme or changelog is read for what it says
         for ln in row.get("lines") or []:
             facts.append(ObservedFact(statement=f"{ln.get('path')} line {ln.get('line')}: {ln.get('text')}",

@@ -47,6 +47,30 @@ File contents (issue 3 parsers; the subject is the file's Component):
 - `unparseable_file` (rule `file.parse`): a parser failed on the file; the file is still held and hashed.
 
 A payload the record lists but we do not hold is a status of the component (`held: false`), not a defect.
+
+Stated as facts (`STATED_AS_FACTS`): what a parser found in a held file's bytes (the file-content rules
+above) is also what a reviewer would see, so the compiler shows its detail, which each parser words as a
+statement of what the bytes hold ("page 3 has no text layer", "Sheet1!B7 holds formula =A7*2 with no cached
+value"), never the kind or the rule. The record-level rules are shown as the facts they compare instead
+(compiler/observations.py): a checksum file beside the digest it should match, the `valid` flag, the media
+type beside the file name.
+
+Not defects (hard negatives; facts that look suspicious and are fine under these rules, and why):
+
+- bytes this copy does not hold, when the record declares their size and digest: a status of our copy
+  (`held: false`), not of the archive; the download URL and digest make them checkable.
+- a checksum file that agrees with its target (its content, or its declared sha256 under the NIST sidecar
+  format): the agreement is the check passing.
+- a CSV that begins with a UTF-8 byte order mark or ends its lines in CRLF: both are valid CSV (RFC 4180
+  uses CRLF; the BOM is how Excel marks UTF-8).
+- a formula cell with a cached value: the value is in the file.
+- `application/octet-stream` for any file: unspecific, never wrong (`ingest/media_types.py`).
+- a record reference (a DOI or URL in `references`): the archive names it and it resolves elsewhere; not
+  holding it is not a gap.
+- a file a release renamed (ingest/releases.py): the name is gone, the content is in the release under its
+  new name; and a file a release changed: the current release holds the corrected bytes. A file a release
+  removed with no successor of its name is a gap (`missing_evidence`), not a defect.
+- a reconstructed catalog entry (FACTS.md): facts about records NIST publishes; not NIST bytes, not a gap.
 """
 
 from __future__ import annotations
@@ -104,3 +128,8 @@ RULES: dict[str, DefectKind] = {
     "step.header": DefectKind.STEP_HEADER_MISSING,
     "file.parse": DefectKind.UNPARSEABLE_FILE,
 }
+
+# parser findings whose detail states what the bytes hold (shown to a reviewer; see the module docstring)
+STATED_AS_FACTS = frozenset({"format.mismatch", "csv.ragged", "csv.syntax", "xlsx.read", "xlsx.formula_without_cache",
+                             "pdf.no_text_layer", "pdf.encrypted", "pdf.corrupt", "xml.not_well_formed", "xml.schema",
+                             "step.header", "file.parse"})

@@ -30,7 +30,7 @@ from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ontology import Label, Rel
 
-RULESET_VERSION = "nerdm-6"  # part of the ingest stamp: changing a rule re-stamps (and re-checks) records
+RULESET_VERSION = "nerdm-7"  # part of the ingest stamp: changing a rule re-stamps (and re-checks) records
 NERDM_FILENAME = "nerdm.json"
 
 

@@ -18,7 +18,8 @@ CALL (c) {
   WITH collect(DISTINCT m) + collect(DISTINCT s) AS subjects
   UNWIND subjects AS subject
   MATCH (subject)-[:HAS_DEFECT]->(d:Defect)
-  RETURN collect(DISTINCT {id: d.id, kind: d.kind, subject: subject.filepath}) AS defects
+  RETURN collect(DISTINCT {id: d.id, kind: d.kind, rule: d.rule, detail: d.detail, path: d.path, pointer: d.pointer,
+                            subject: subject.filepath}) AS defects
 }
 CALL (c) {
   OPTIONAL MATCH (s:ChecksumFile)-[:DESCRIBES]->(c)
@@ -37,7 +38,7 @@ CALL (c) {
   ORDER BY m.filepath
   RETURN collect(CASE WHEN m IS NULL THEN NULL ELSE {
     path: m.filepath, media_type: m.media_type, declared_size: m.declared_size, declared_sha256: m.declared_sha256,
-    held: coalesce(m.held, false), sha256: mf.sha256, size: mf.size, format: mf.format,
+    held: coalesce(m.held, false), sha256: mf.sha256, size: mf.size, format: mf.format, summary: mf.summary_json,
     sidecars: [x IN member_sidecars WHERE x.path IS NOT NULL]} END) AS members,
     count(DISTINCT m) AS member_count
 }
@@ -70,6 +71,7 @@ RETURN r.id AS record_id, r.ark AS ark, r.title AS record_title, r.version AS ve
        c.filepath AS component_path, c.media_type AS media_type, c.declared_size AS declared_size,
        c.declared_sha256 AS declared_sha256, c.held AS held, c.download_url AS download_url,
        c.description AS description, cf.sha256 AS local_sha256, cf.size AS local_size, cf.format AS local_format,
+       cf.summary_json AS local_summary,
        defects, [x IN sidecars WHERE x.path IS NOT NULL] AS sidecars, members, member_count, subfolders, lines,
        locations
 ORDER BY record_id, evidence_id

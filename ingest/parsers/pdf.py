@@ -61,7 +61,7 @@ def parse_pdf(path: Path, role: Role = Role.SOURCE_DOCUMENT) -> Parsed:
                 no_text.append(n)
                 what = "is an image only" if page.images else "has no text layer"
                 parsed.defects.append(FileDefect(
-                    "pdf.no_text_layer", f"page {n} {what}: not machine-verifiable without OCR", f"p{n}"))
+                    "pdf.no_text_layer", f"page {n} {what}", f"p{n}"))
                 continue
             for i, line in enumerate(lines, start=1):
                 bbox = outer_bbox(line["x0"], line["top"], line["x1"], line["bottom"])

@@ -150,7 +150,7 @@ def parse_xlsx(path: Path, role: Role = Role.CHARACTERIZATION) -> Parsed:
                     if cached_value is None:
                         parsed.defects.append(FileDefect(
                             "xlsx.formula_without_cache",
-                            f"{loc} holds formula {cell.value} with no cached value (never calculated)", loc))
+                            f"{loc} holds formula {cell.value} with no cached value", loc))
                 if value is not None and not isinstance(value, (int, float, str)):
                     value = cell_text(value)
                 parsed.facts.append(Fact("cell", loc, cell_text(cell.value), name, unit, value, role, extra))
