@@ -72,7 +72,8 @@ def main() -> None:
     with Graph() as graph, tempfile.TemporaryDirectory() as tmp:
         graph.verify()
         graph.clear()
-        ingest_paths([SHARED / d for d in ("mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template")]
+        ingest_paths([SHARED / d for d in ("mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template",
+                                            "ambench-releases")]
                      + [SHARED / "FACTS.md"], graph)
         pkg = Path(tmp) / "pkg"
         compile_package(graph, pkg)

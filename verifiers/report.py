@@ -16,6 +16,11 @@ def _fmt(rate: dict[str, Any]) -> str:
     return f"{rate['mean']:.3f} [{lo:.3f}, {hi:.3f}]{flat}"
 
 
+def _clustered(rate: dict[str, Any]) -> str:
+    lo, hi = rate.get("ci95_cluster", (rate["mean"], rate["mean"]))
+    return f"[{lo:.3f}, {hi:.3f}] ({rate.get('clusters', 0)} workflows)"
+
+
 def write_report(summaries: list[dict[str, Any]], out: Path) -> Path:
     import matplotlib
 
@@ -23,9 +28,10 @@ def write_report(summaries: list[dict[str, Any]], out: Path) -> Path:
     import matplotlib.pyplot as plt
 
     out.mkdir(parents=True, exist_ok=True)
-    head = ["policy", "tasks x passes", "evidence-grounded valid (95% CI)", "action valid", "useful precision",
-            "evidence regret", "cost score", "over-submit"]
+    head = ["policy", "tasks x passes", "evidence-grounded valid (95% CI)", "clustered 95% CI", "action valid",
+            "useful precision", "evidence regret", "cost score", "over-submit"]
     rows = [[s["policy"], f"{s['tasks']} x {s['passes']}", _fmt(s["evidence_grounded_valid"]),
+             _clustered(s["evidence_grounded_valid"]),
              f"{s['action_valid']['mean']:.3f}", f"{s['useful_precision']:.3f}", f"{s['evidence_regret']:.2f}",
              f"{s['cost_score']:.3f}", f"{s['over_submit']:.3f}"] for s in summaries]
     families = sorted({f for s in summaries for f in s["by_family"]})
@@ -70,7 +76,8 @@ def write_report(summaries: list[dict[str, Any]], out: Path) -> Path:
         md(fam_head, fam_rows), "## Failure codebook (trajectories per label)", md(code_head, code_rows),
         "![validity](validity.png)\n\n![by family](by_family.png)",
         "Definitions: `verifiers/metrics.py`. Intervals: Student-t over passes (Wilson for one pass); `*` marks a "
-        "zero-width interval: the policy scored the same on every pass.", ""])
+        "zero-width interval: the policy scored the same on every pass. The clustered interval (cluster-robust "
+        "standard error by workflow, exact t quantile) accounts for tasks that share items and decisions.", ""])
     (out / "report.md").write_text(text)
 
     def table(h: list[str], r: list[list[str]]) -> str:

@@ -325,6 +325,9 @@ def score_cmd(run_dir: Path, compare: Path | None, as_json: bool) -> None:
     flat = " no variance between passes," if "no variance" in egv["method"] else ""
     click.echo(f"  evidence-grounded valid {egv['mean']:.3f} (95% CI {egv['ci95'][0]:.3f}-{egv['ci95'][1]:.3f},{flat} "
                f"{egv['count']} of {egv['n']})")
+    click.echo(f"  clustered by workflow ({egv['clusters']} clusters): 95% CI {egv['ci95_cluster'][0]:.3f}-"
+               f"{egv['ci95_cluster'][1]:.3f} (cluster SE), {egv['ci95_cluster_bootstrap'][0]:.3f}-"
+               f"{egv['ci95_cluster_bootstrap'][1]:.3f} (cluster bootstrap)")
     click.echo(f"  action valid {summary['action_valid']['mean']:.3f}, useful precision {summary['useful_precision']:.3f}, "
                f"regret {summary['evidence_regret']:.2f}, cost score {summary['cost_score']:.3f}, "
                f"over-submit {summary['over_submit']:.3f}")
