@@ -1,7 +1,8 @@
 """The release gate `voe compile` runs on every package (DESIGN §7): the reference, the null policies and
 the shortcut probes (compiler/probes.py) replayed over every task, scored with the verifier's checks
 (compiler/verdict.py). Gate: the reference valid on every task, every probe at most PROBE_LIMIT of the
-tasks, the text-only probe at most TEXT_LIMIT. A failing package is still written; the table says why.
+tasks, the text-only probe at most TEXT_LIMIT (its neighbours from other workflows; the same probe over
+random folds is recorded beside it, ungated). A failing package is still written; the table says why.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class GateReport(BaseModel):
     def table(self) -> str:
         lines = ["| policy | kind | valid | rate | limit | |", "|---|---|---|---|---|---|"]
         for r in self.rows:
-            limit = "all tasks" if r.kind == "reference" else "-" if r.limit is None else f"<= {r.limit:.0%}"
+            limit = "all tasks" if r.kind == "reference" else "recorded" if r.limit is None else f"<= {r.limit:.0%}"
             lines.append(f"| {r.policy} | {r.kind} | {r.valid}/{r.tasks} | {r.rate:.1%} | {limit} | "
                          f"{'ok' if r.passed else 'FAIL'} |")
         return "\n".join(lines)
@@ -66,10 +67,16 @@ def _words(view: TaskView) -> set[str]:
     return set(WORD.findall(text))
 
 
-def text_nn_classes(views: list[TaskView], answers: dict[str, TaskAnswer]) -> dict[str, str]:
-    """Each task's class as the nearest other task (Jaccard over visible words) predicts it, with the
-    neighbours drawn only from the other folds (5-fold cross-validation, folds by a hash of the task id)."""
-    fold = {v.task_id: int(hashlib.sha256(v.task_id.encode()).hexdigest(), 16) % FOLDS for v in views}
+def text_nn_classes(views: list[TaskView], answers: dict[str, TaskAnswer], by: str = "workflow") -> dict[str, str]:
+    """Each task's class as the nearest other task (Jaccard over visible words) predicts it, the neighbours
+    drawn only from the other folds. `by="workflow"` holds out one workflow at a time: tasks of one workflow
+    share items, naming and the archive's habits (a record that mislabels one CSV mislabels its siblings),
+    so a random split puts near-copies on both sides and measures the twins, not the text. `by="random"`
+    is the 5-fold split by a hash of the task id, recorded beside it."""
+    if by == "workflow":
+        fold = {v.task_id: v.workflow_id for v in views}
+    else:
+        fold = {v.task_id: str(int(hashlib.sha256(v.task_id.encode()).hexdigest(), 16) % FOLDS) for v in views}
     words = {v.task_id: _words(v) for v in views}
     out: dict[str, str] = {}
     for v in views:
@@ -92,7 +99,7 @@ def run_gate(views: list[TaskView], evidence: dict[str, EvidenceObject], answers
 
     def add(name: str, kind: str, valid: int, limit: float | None) -> None:
         rate = valid / n if n else 0.0
-        ok = valid == n if kind == "reference" else (limit is None or rate <= limit)
+        ok = valid == n if kind == "reference" else (limit is None or rate <= limit)  # no limit: recorded only
         rows.append(GateRow(policy=name, kind=kind, valid=valid, tasks=n, rate=round(rate, 4), limit=limit, passed=ok))
 
     for name, act in POLICIES.items():
@@ -100,7 +107,8 @@ def run_gate(views: list[TaskView], evidence: dict[str, EvidenceObject], answers
         add(name, "reference" if name == "reference" else "null", valid, None if name == "reference" else PROBE_LIMIT)
     for name, act in PROBES.items():
         add(name, "probe", sum(episode(env, v, answers[v.task_id], act) for v in views), PROBE_LIMIT)
-    classes = text_nn_classes(views, answers)
-    add("text_nn", "text_probe", sum(episode(env, v, answers[v.task_id], predicted(classes[v.task_id]))
-                                     for v in views), TEXT_LIMIT)
+    for name, by, limit in (("text_nn", "workflow", TEXT_LIMIT), ("text_nn_random_folds", "random", None)):
+        classes = text_nn_classes(views, answers, by)
+        add(name, "text_probe", sum(episode(env, v, answers[v.task_id], predicted(classes[v.task_id]))
+                                    for v in views), limit)
     return GateReport(passed=all(r.passed for r in rows), rows=rows)

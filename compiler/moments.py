@@ -55,6 +55,7 @@ MENU_SIZE = 6
 CLEAN_PER_WORKFLOW = 1
 RELEASE_CAP = 3
 CALIBRATION_PER_WORKFLOW = 2
+ESCALATIONS_PER_DEFECT: int | None = None
 README_RE = re.compile(r"read_?me", re.I)
 SUBJECT_KINDS = ("characterization", "process_record")
 
@@ -230,7 +231,9 @@ def _cap(moments: list[Moment], cat: Catalog) -> list[Moment]:
     kept: list[Moment] = []
     for m in moments:
         row = cat.rows[m.subject]
-        if m.family in (Family.PACKET_SUBMISSION, Family.CALIBRATION_SUFFICIENCY, Family.MISSING_EVIDENCE):
+        if m.family == Family.PACKET_ESCALATION and ESCALATIONS_PER_DEFECT is not None:
+            groups[("escalation", m.workflow, "|".join(sorted(m.facts)))].append(m)
+        elif m.family in (Family.PACKET_SUBMISSION, Family.CALIBRATION_SUFFICIENCY, Family.MISSING_EVIDENCE):
             if row["provenance"] == "release_notes":
                 groups[("release", m.workflow, str(row.get("release_status")))].append(m)
             elif m.family == Family.MISSING_EVIDENCE:
@@ -240,8 +243,8 @@ def _cap(moments: list[Moment], cat: Catalog) -> list[Moment]:
         else:
             kept.append(m)
     for key, ms in sorted(groups.items()):
-        cap = RELEASE_CAP if key[0] == "release" else CALIBRATION_PER_WORKFLOW if key[2] == Family.CALIBRATION_SUFFICIENCY \
-            else CLEAN_PER_WORKFLOW
+        cap = (RELEASE_CAP if key[0] == "release" else ESCALATIONS_PER_DEFECT or 0 if key[0] == "escalation"
+               else CALIBRATION_PER_WORKFLOW if key[2] == Family.CALIBRATION_SUFFICIENCY else CLEAN_PER_WORKFLOW)
         ms.sort(key=lambda m: (not _documented(cat, m.subject), _h("cap", m.subject)))
         kept += ms[:cap]
     return kept
@@ -302,9 +305,9 @@ def _about(cat: Catalog, e: str) -> str:
 
 
 def materialize(m: Moment, cat: Catalog) -> tuple[TaskView, TaskAnswer]:
-    # Menu choice and order come from a private seed; the task id only from what the policy sees, so it
-    # cannot be inverted to the family or the gold item (a hash of family + subject could be).
-    seed = _h(m.family.value, m.subject)
+    # Menu choice and order are seeded by what the policy sees (workflow and subject) and nothing else: a
+    # seed holding the family could be inverted by trying each family name against the visible order.
+    seed = _h(m.workflow, m.subject)
     binding = list(dict.fromkeys(m.binding))
     odd = set(hard_negatives(cat, m.workflow, set(binding)))
     pool = [e for e in cat.by_workflow[m.workflow] if e not in binding]
@@ -334,7 +337,7 @@ def materialize(m: Moment, cat: Catalog) -> tuple[TaskView, TaskAnswer]:
                 Action.SUBMIT_RISK_PACKET.value: list(m.reference_payload)
                 if m.reference_class == Action.SUBMIT_RISK_PACKET else []}
     gold = (m.reference_class.value, tuple(sorted(must_bind.get(m.reference_class.value, []))))
-    answer = TaskAnswer(task_id=task_id, family=m.family, moment_id=f"moment:{seed[:16]}",
+    answer = TaskAnswer(task_id=task_id, family=m.family, moment_id=f"moment:{_h(m.family.value, m.subject)[:16]}",
                         accepted_classes=[m.reference_class], binding=binding, needed=m.needed, useful=m.useful,
                         reference=steps, reference_class=m.reference_class, reference_payload=m.reference_payload,
                         must_bind=must_bind, may_bind=may_bind, decision=_h(question, repr(gold))[:16],

@@ -12,8 +12,9 @@ reference (compiler/gate.py).
 - `flag_all`        request everything, flag everything.
 - `localize_all`    request everything, localize everything.
 - `escalate_all`    request everything, then abstain_or_escalate.
-- `text_nn`         text only: the terminal class of the nearest task by visible words, scored by 5-fold
-                    cross-validation (compiler/gate.py), payload the items the question names.
+- `text_nn`         text only: the terminal class of the nearest task by visible words, scored by
+                    leave-one-workflow-out cross-validation (compiler/gate.py), with the payload that class
+                    takes (the subject for a flag or a localize, the named items for a submit).
 """
 
 from __future__ import annotations
@@ -31,6 +32,14 @@ HEX40 = re.compile(r"\b[0-9a-f]{40}\b")
 
 def named_items(view: TaskView) -> list[str]:
     return [e.evidence_id for e in view.menu if e.title and e.title in view.question]
+
+
+def subject_item(view: TaskView) -> str | None:
+    """The item the packet is on: the named item whose title comes first after "A risk packet on"."""
+    start = view.question.find("A risk packet on")
+    hits = [(view.question.find(e.title, start), e.evidence_id) for e in view.menu
+            if e.title and view.question.find(e.title, start) >= 0]
+    return min(hits)[1] if hits else None
 
 
 def _request(view: TaskView, eid: str) -> dict[str, Any]:
@@ -118,11 +127,17 @@ def _blanket(action: Action, with_payload: bool) -> Policy:
 
 
 def predicted(action: str) -> Policy:
-    """`text_nn`'s policy for one task once its class is predicted: pull everything, then that class on the
-    items the question names."""
+    """`text_nn`'s policy for one task once its class is predicted: pull everything, then that class with the
+    payload the class takes (a flag or a localize: the subject; a submit: the items the question names)."""
     def policy(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:
         targets = [e.evidence_id for e in view.menu]
-        payload = [] if action == Action.ABSTAIN_OR_ESCALATE.value else named_items(view)
+        subject = subject_item(view)
+        if action == Action.ABSTAIN_OR_ESCALATE.value:
+            payload: list[str] = []
+        elif action == Action.SUBMIT_RISK_PACKET.value:
+            payload = named_items(view)
+        else:
+            payload = [subject] if subject else []
         return _pull_then(targets, view, history, lambda: {"action": action, "payload": payload})
     return policy
 

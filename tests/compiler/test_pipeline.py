@@ -163,6 +163,21 @@ def test_an_observation_states_what_a_reviewer_would_see(compiled: dict[str, Any
     assert "a0cbeedce532933cae84b7350fb624faf8d820e0" in texts and "changelog" in texts
 
 
+def test_menus_do_not_depend_on_the_family(compiled: dict[str, Any]) -> None:
+    """Menu choice and order are seeded by the workflow and subject only: trying each family name against
+    the visible order (as an adversary did with an earlier seed) recovers nothing."""
+    from dataclasses import replace
+
+    from compiler.models import Family
+    from compiler.moments import find_moments, load_catalog, materialize
+
+    graph: Graph = compiled["graph"]
+    cat = load_catalog(graph)
+    for m in find_moments(graph, cat)[:12]:
+        menus = {tuple(e.evidence_id for e in materialize(replace(m, family=f), cat)[0].menu) for f in Family}
+        assert len(menus) == 1, m.subject
+
+
 def test_task_ids_are_made_from_what_the_policy_sees(compiled: dict[str, Any]) -> None:
     """An id hashed from hidden inputs (family, gold item) could be inverted by a policy; this one cannot."""
     import hashlib
@@ -213,9 +228,9 @@ def test_release_gate(compiled: dict[str, Any]) -> None:
             assert summary["evidence_grounded_valid"]["count"] == gate[name]["valid"] * passes, policy
     assert gate["reference"]["valid"] == tasks
     for name, row in gate.items():
-        if name != "reference":
+        if name != "reference" and row["limit"] is not None:
             assert row["valid"] <= tasks * row["limit"], (name, row)
-    assert gate["text_nn"]["limit"] == 0.4
+    assert gate["text_nn"]["limit"] == 0.4 and gate["text_nn_random_folds"]["limit"] is None
     # null policies: blanket submission and blanket refusal never pull evidence, so nothing they do is grounded
     assert gate["submit_all"]["valid"] == 0 and gate["refuse_all"]["valid"] == 0
 
