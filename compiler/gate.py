@@ -2,7 +2,9 @@
 the shortcut probes (compiler/probes.py) replayed over every task, scored with the verifier's checks
 (compiler/verdict.py). Gate: the reference valid on every task, every probe at most PROBE_LIMIT of the
 tasks, the text-only probe at most TEXT_LIMIT (its neighbours from other workflows; the same probe over
-random folds is recorded beside it, ungated). A failing package is still written; the table says why.
+random folds is recorded beside it, ungated), and the subject's file extension alone (the majority class of
+other workflows' tasks with the same extension) at most PROBE_LIMIT, its leave-one-out figure recorded.
+A failing package is still written; the table says why.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+from collections import Counter
 from typing import Any
 
 from pydantic import BaseModel
@@ -92,6 +95,26 @@ def text_nn_classes(views: list[TaskView], answers: dict[str, TaskAnswer], by: s
     return out
 
 
+def subject_extension(view: TaskView) -> str:
+    """The extension of the file the question frames the packet on ("A risk packet on <file> (in ...)")."""
+    rest = view.question.split("A risk packet on ", 1)[-1]
+    name = rest.split(" (", 1)[0].rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[-1].lower() if "." in name else ""
+
+
+def extension_classes(views: list[TaskView], answers: dict[str, TaskAnswer], by: str = "workflow") -> dict[str, str]:
+    """Each task's class as the majority class of the other tasks whose subject has the same file extension
+    (the shortcut issue 7 found at 84%), the voters from other workflows (`by="workflow"`) or any other task
+    (`by="task"`, leave-one-out, recorded)."""
+    out: dict[str, str] = {}
+    for v in views:
+        votes = Counter(answers[u.task_id].reference_class.value for u in views
+                        if u.task_id != v.task_id and subject_extension(u) == subject_extension(v)
+                        and (by == "task" or u.workflow_id != v.workflow_id))
+        out[v.task_id] = min(votes.items(), key=lambda kv: (-kv[1], kv[0]))[0] if votes else "submit_risk_packet"
+    return out
+
+
 def run_gate(views: list[TaskView], evidence: dict[str, EvidenceObject], answers: dict[str, TaskAnswer]) -> GateReport:
     env = ReplayEnv(evidence)
     n = len(views)
@@ -107,8 +130,9 @@ def run_gate(views: list[TaskView], evidence: dict[str, EvidenceObject], answers
         add(name, "reference" if name == "reference" else "null", valid, None if name == "reference" else PROBE_LIMIT)
     for name, act in PROBES.items():
         add(name, "probe", sum(episode(env, v, answers[v.task_id], act) for v in views), PROBE_LIMIT)
-    for name, by, limit in (("text_nn", "workflow", TEXT_LIMIT), ("text_nn_random_folds", "random", None)):
-        classes = text_nn_classes(views, answers, by)
+    for name, by, limit in (("text_nn", "workflow", TEXT_LIMIT), ("text_nn_random_folds", "random", None),
+                            ("text_extension", "workflow", PROBE_LIMIT), ("text_extension_loo", "task", None)):
+        classes = (text_nn_classes if name.startswith("text_nn") else extension_classes)(views, answers, by)
         add(name, "text_probe", sum(episode(env, v, answers[v.task_id], predicted(classes[v.task_id]))
                                     for v in views), limit)
     return GateReport(passed=all(r.passed for r in rows), rows=rows)

@@ -242,12 +242,30 @@ def _cap(moments: list[Moment], cat: Catalog) -> list[Moment]:
                 groups[("clean", m.workflow, m.family.value)].append(m)
         else:
             kept.append(m)
+    flagged_ext: dict[str, set[str]] = defaultdict(set)
+    for m in kept:
+        if m.family == Family.SOURCE_INTEGRITY:
+            flagged_ext[m.workflow].add(_extension(cat, m.subject))
     for key, ms in sorted(groups.items()):
         cap = (RELEASE_CAP if key[0] == "release" else ESCALATIONS_PER_DEFECT or 0 if key[0] == "escalation"
                else CALIBRATION_PER_WORKFLOW if key[2] == Family.CALIBRATION_SUFFICIENCY else CLEAN_PER_WORKFLOW)
-        ms.sort(key=lambda m: (not _documented(cat, m.subject), _h("cap", m.subject)))
+        # a clean packet on the same kind of file as the workflow's defective ones first: the extension must
+        # not tell a flag from a submission (a contrast pair), then the items a changelog names
+        ms.sort(key=lambda m: (not _documented(cat, m.subject),
+                               _extension(cat, m.subject) not in flagged_ext[m.workflow], _h("cap", m.subject)))
         kept += ms[:cap]
     return kept
+
+
+def _subject_file(cat: Catalog, e: str) -> str:
+    row = cat.rows[e]
+    members = row.get("members") or []
+    return str((members[0]["path"] if row["is_folder"] and members else row.get("filepath")) or row["name"])
+
+
+def _extension(cat: Catalog, e: str) -> str:
+    name = _subject_file(cat, e).rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[-1].lower() if "." in name else ""
 
 
 def _documented(cat: Catalog, e: str) -> bool:
@@ -299,8 +317,7 @@ def _about(cat: Catalog, e: str) -> str:
     row = cat.rows[e]
     if row["provenance"] == "release_notes":
         return str(row["title"])
-    members = row.get("members") or []
-    file = members[0]["path"] if row["is_folder"] and members else row.get("filepath")
+    file = _subject_file(cat, e) if row["is_folder"] or row.get("filepath") else None
     return f"{file} (in {row['title']})" if file else str(row["title"])
 
 
