@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +56,7 @@ CLEAN_PER_WORKFLOW = 1
 RELEASE_CAP = 3
 CALIBRATION_PER_WORKFLOW = 2
 ESCALATIONS_PER_DEFECT: int | None = None
+CONTRASTS = False
 README_RE = re.compile(r"read_?me", re.I)
 SUBJECT_KINDS = ("characterization", "process_record")
 
@@ -243,16 +244,22 @@ def _cap(moments: list[Moment], cat: Catalog) -> list[Moment]:
         else:
             kept.append(m)
     flagged_ext: dict[str, set[str]] = defaultdict(set)
+    flagged_held: dict[str, set[bool]] = defaultdict(set)
+    flagged: Counter[str] = Counter()
     for m in kept:
         if m.family == Family.SOURCE_INTEGRITY:
             flagged_ext[m.workflow].add(_extension(cat, m.subject))
+            flagged_held[m.workflow].add(_held(cat, m.subject))
+            flagged[m.workflow] += 1
     for key, ms in sorted(groups.items()):
         cap = (RELEASE_CAP if key[0] == "release" else ESCALATIONS_PER_DEFECT or 0 if key[0] == "escalation"
                else CALIBRATION_PER_WORKFLOW if key[2] == Family.CALIBRATION_SUFFICIENCY else CLEAN_PER_WORKFLOW)
         # a clean packet on the same kind of file as the workflow's defective ones first: the extension must
         # not tell a flag from a submission (a contrast pair), then the items a changelog names
-        ms.sort(key=lambda m: (not _documented(cat, m.subject),
+        ms.sort(key=lambda m: (not _documented(cat, m.subject), _held(cat, m.subject) not in flagged_held[m.workflow],
                                _extension(cat, m.subject) not in flagged_ext[m.workflow], _h("cap", m.subject)))
+        if key[0] == "clean" and CONTRASTS:  # one clean packet per flagged one (measured: it trades the
+            cap = max(cap, flagged[ms[0].workflow])  # unheld shortcut for the text ones; off by default)
         kept += ms[:cap]
     return kept
 
@@ -261,6 +268,11 @@ def _subject_file(cat: Catalog, e: str) -> str:
     row = cat.rows[e]
     members = row.get("members") or []
     return str((members[0]["path"] if row["is_folder"] and members else row.get("filepath")) or row["name"])
+
+
+def _held(cat: Catalog, e: str) -> bool:
+    row = cat.rows[e]
+    return bool(all(m.get("held") for m in row["members"]) if row["is_folder"] else row.get("held"))
 
 
 def _extension(cat: Catalog, e: str) -> str:

@@ -8,6 +8,8 @@ reference (compiler/gate.py).
                     submit them. The 15-line label reader of issue 7, adapted to observations that show facts.
 - `status_only`     request the named items; localize the unavailable ones, else submit them (never flags:
                     "the archive has it, so it is fine").
+- `unheld_flag`     request the named items; localize the unavailable ones; flag the subject when this copy
+                    does not hold its bytes (or a member's); else submit ("what we cannot check is suspect").
 - `pull_all`        question-blind: request everything, then the same rule over every item.
 - `flag_all`        request everything, flag everything.
 - `localize_all`    request everything, localize everything.
@@ -113,6 +115,25 @@ def status_only(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]
     return _pull_then(targets, view, history, finish)
 
 
+def unheld_flag(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]],
+                rng: random.Random) -> dict[str, Any]:
+    subject = subject_item(view)
+    targets = list(dict.fromkeys(named_items(view) + [e.evidence_id for e in view.menu
+                                                        if e.kind == "calibration_artifact"]))
+
+    def finish() -> dict[str, Any]:
+        seen = {h["evidence_id"]: h for h in history if h["outcome"] in ("revealed", "unavailable")}
+        gone = [e for e in targets if e in seen and seen[e]["outcome"] == "unavailable"]
+        if gone:
+            return {"action": Action.LOCALIZE_MISSING_EVIDENCE.value, "payload": gone}
+        meta = (seen[subject]["observation"].get("metadata") or {}) if subject in seen else {}
+        files = [meta, *meta.get("members", [])] if "held" in meta else meta.get("members", [])
+        if subject and any(f.get("held") is False for f in files):
+            return {"action": Action.FLAG_SOURCE_DEFECT.value, "payload": [subject]}
+        return {"action": Action.SUBMIT_RISK_PACKET.value, "payload": [e for e in targets if e in seen]}
+    return _pull_then(targets, view, history, finish)
+
+
 def pull_all(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:
     targets = [e.evidence_id for e in view.menu]
     return _pull_then(targets, view, history, lambda: _judge(history, targets))
@@ -145,6 +166,7 @@ def predicted(action: str) -> Policy:
 PROBES: dict[str, Policy] = {
     "named_item": named_item,
     "status_only": status_only,
+    "unheld_flag": unheld_flag,
     "pull_all": pull_all,
     "flag_all": _blanket(Action.FLAG_SOURCE_DEFECT, True),
     "localize_all": _blanket(Action.LOCALIZE_MISSING_EVIDENCE, True),

@@ -261,6 +261,9 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], as_json: bool) -> None:
                    f"{summary.largest_item_group}")
         click.echo(f"content hash {summary.content_hash} -> {summary.out}")
         click.echo(gate_table(summary))
+    if summary.tasks == 0:
+        click.echo("error: the graph holds no decision moments (ingest an archive first, or pass --archive)", err=True)
+        sys.exit(1)
     if not summary.gate_passed:
         if as_json:
             click.echo(gate_table(summary), err=True)
@@ -269,12 +272,17 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], as_json: bool) -> None:
 
 
 # ---------------------------------------------------------------------------------------- run / score / report
+def _policy_names() -> list[str]:
+    from compiler.policies import POLICIES
+    from compiler.probes import PROBES
+
+    return [*POLICIES, *(f"probe:{p}" for p in PROBES)]
+
+
 @cli.command("run")
 @click.argument("package", type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--policy", required=True,
-              type=click.Choice(["reference", "request_everything", "submit_all", "refuse_all", "random",
-                                 "probe:named_item", "probe:status_only", "probe:pull_all", "probe:flag_all",
-                                 "probe:localize_all", "probe:escalate_all"]),
+              type=click.Choice(_policy_names()),
               help="The baseline or shortcut probe to run through the replay environment.")
 @click.option("--passes", default=1, show_default=True, type=click.IntRange(1), help="Replicate passes over every task.")
 @click.option("--seed", default=0, show_default=True, help="Seed for the random policy (per task and pass).")
@@ -282,7 +290,7 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], as_json: bool) -> None:
               help="Run folder: steps.jsonl, trajectories.jsonl, run.json.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run info as JSON.")
 def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, as_json: bool) -> None:
-    """Run a baseline policy over every task of a package through the seven-action replay environment.
+    """Run a baseline or a shortcut probe over every task of a package through the replay environment.
 
     One JSON line per step (steps.jsonl) and one summary per trajectory (trajectories.jsonl).
     Only the reference policy reads the verifier-only answers.
