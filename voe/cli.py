@@ -188,30 +188,42 @@ def ingest(paths: tuple[Path, ...], schema_dir: Path | None, no_schema: bool, st
               help="Folder to write nerdm.json and the files into (created if missing).")
 @click.option("--include", multiple=True, metavar="GLOB",
               help="Only files whose NERDm filepath matches (repeatable, e.g. '*.csv'). Default: every file.")
-@click.option("--max-bytes", type=int, help="Stop taking new files once this many bytes were downloaded.")
+@click.option("--max-bytes", type=click.IntRange(min=0),
+              help="Stop once this many file bytes have arrived (counted as they arrive); the rest is skipped.")
 @click.option("--base-url", envvar="VOE_PDR_BASE_URL", help="PDR base URL (default https://data.nist.gov).")
 @click.option("--retries", default=4, show_default=True, help="Retries per file after the first attempt.")
-@click.option("--timeout", default=30.0, show_default=True, help="Seconds before a stalled request is retried.")
+@click.option("--timeout", default=30.0, show_default=True,
+              help="Seconds one read may stall before the request is retried (per read; see --file-deadline).")
+@click.option("--file-deadline", default=3600.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds one file (or the NERDm record) may take, all attempts included.")
+@click.option("--deadline", default=21600.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds the whole run may take; files not reached by then fail.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def fetch(record: str, into: Path, include: tuple[str, ...], max_bytes: int | None, base_url: str | None,
-          retries: int, timeout: float, as_json: bool) -> None:
+          retries: int, timeout: float, file_deadline: float, deadline: float, as_json: bool) -> None:
     """Download a NIST PDR record (e.g. mds2-2525) and its files into the layout `voe ingest` reads.
 
-    Files are checked against the NERDm size and sha256, resumed after a cut connection (HTTP
-    Range) and retried with backoff; a partial or corrupt file is never left under its final
-    name. Re-running fetches only what is missing. Exit 1 when any file failed.
+    Files are checked against the NERDm size and checksum (in the algorithm it names), resumed
+    after a cut connection (HTTP Range, verifiable files only) and retried with backoff; a
+    partial or corrupt file is never left under its final name. A file with no usable checksum
+    is reported unverified. Redirects go only to the same host over HTTPS. Re-running fetches
+    only what is missing. Exit 1 when any file failed.
     """
     from ingest.fetch import as_json as report_json
     from ingest.fetch import fetch as do_fetch
 
     report = do_fetch(record, into, include=list(include) or None, max_bytes=max_bytes, base_url=base_url,
-                      retries=retries, timeout=timeout, progress=_progress(not as_json))
+                      retries=retries, timeout=timeout, file_deadline=file_deadline, deadline=deadline,
+                      progress=_progress(not as_json))
     if as_json:
         _emit_json(report_json(report))
     else:
-        ok = sum(1 for f in report.files if f.status in ("ok", "exists"))
-        click.echo(f"{report.record}: {ok} of {len(report.files)} files in place, {report.bytes} B downloaded "
-                   f"in {report.seconds} s -> {report.into}")
+        ok = sum(1 for f in report.files if f.status in ("ok", "exists", "unverified"))
+        unverified = f" ({len(report.unverified)} unverified)" if report.unverified else ""
+        click.echo(f"{report.record}: {ok} of {len(report.files)} files in place{unverified}, {report.bytes} B "
+                   f"downloaded in {report.seconds} s -> {report.into}")
+        for f in report.unverified:
+            click.echo(f"unverified: {f.filepath}: {f.note}", err=True)
         for f in report.failed:
             click.echo(f"failed: {f.filepath}: {f.error}", err=True)
     sys.exit(1 if report.failed else 0)
