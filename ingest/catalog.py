@@ -15,7 +15,7 @@ from pathlib import Path
 from ingest import ids
 from ingest.evidence import evidence_kind
 from ingest.files import LocalBytes
-from ingest.nerdm import RecordBuilder, RecordGraph, _stamp
+from ingest.nerdm import Origin, RecordBuilder, RecordGraph, _stamp
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ontology import Label, Rel
@@ -32,6 +32,8 @@ def looks_like_catalog(data: bytes) -> bool:
 class CatalogBuilder(RecordBuilder):
     """Builds one reconstructed record from one section of the facts file."""
 
+    POINTER_LOCATED = False  # located at lines of the facts file
+
     def __init__(self, path: Path, local: LocalBytes, lines: list[str], start: int, end: int, ark: str,
                  doi: str | None) -> None:  # noqa: D107
         self.root = path.parent
@@ -46,7 +48,7 @@ class CatalogBuilder(RecordBuilder):
         self.doi, self.title = doi, heading
         self._by_nerdm_id = {}
         self._start(ark, ids.record_id(ark, "reconstructed"), None, heading,
-                    [b"catalog", local.sha256.encode(), ark.encode()])
+                    [b"catalog", local.sha256.encode(), ark.encode("utf-8", "surrogatepass")])
 
     def line_location(self, n: int) -> str:
         text = self.lines[n - 1]
@@ -96,10 +98,15 @@ class CatalogBuilder(RecordBuilder):
             loc = self.line_location(n)
             self.g.edges.append(EdgeRow(Rel.LOCATED_AT, cid, Label.COMPONENT, loc, Label.SOURCE_LOCATION))
             kind, rule = evidence_kind(path, None, None, None)
-            self.add_evidence(path, kind, rule, path, cid, [loc], provenance="reconstructed")
+            eid = self.add_evidence(path, kind, rule, path, cid, [loc], provenance="reconstructed")
+            self._origins[cid] = self._origins[eid] = Origin(f"L{n}", cid, Label.COMPONENT, location=loc)
         self.g.stamp = hashlib.sha256(b"\0".join(self._stamp_parts)).hexdigest()[:16]
+        self._seal()
         _stamp(self.g.nodes, self.g.edges, self.g.stamp)
         return self.g
+
+    def _fallback_origin(self) -> Origin:
+        return Origin(f"L{self.start + 1}", self.rec_id, Label.RECORD, location=self.line_location(self.start + 1))
 
 
 def catalog_builders(path: Path, local: LocalBytes, data: bytes) -> list[CatalogBuilder]:

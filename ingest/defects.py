@@ -22,6 +22,38 @@ Rules (NERDm records):
   allows (table in `ingest/media_types.py`; `application/octet-stream` is unspecific, never wrong).
 - `schema_violation` (rule `nerdm.schema`): the record or a component fails the NERDm JSON schemas in
   `../shared/archives/schemas/` (validated offline: the core `_schema` and every `_extensionSchemas` we have).
+  A schema that cannot be applied is one too, never a crash (`ingest/nerdm_schema.py`): an
+  `_extensionSchemas` URI of a schema we have whose fragment names no definition in it, at that URI's
+  pointer; any other failure inside the validator (a `$ref` that resolves nowhere), at the object checked.
+
+Rules (every builder: NERDm records, plain folders, facts catalogs):
+
+- `value_not_storable` (rule `graph.value`): a value the record holds that Neo4j cannot store as it is,
+  stored safely instead (`RecordBuilder._seal` in `ingest/nerdm.py`, the one place rows become node
+  properties; `voe.graph.storable`): an integer beyond 64 bits (a size of 10^30, a cell value) as its
+  decimal text; a string with a lone surrogate (a `\\udcxx` JSON escape with no pair, a file name that is
+  not UTF-8) with it written as the `\\udcxx` escape; a map, or a list of mixed, nested or null items
+  (`"title": {"x": 1}`, `"mediaType": [1]`), as its canonical JSON text (the schema check reports the
+  type as `schema_violation` too); an id or indexed property (id, record_id, filepath, kind, sha256,
+  canonical_id, subject) over 4096 UTF-8 bytes (a 9,000-character filepath) as a hashed key: its first 128
+  characters, `…sha256:` and the sha256 of the whole text, the full text kept in `<prop>_full` (cut at
+  65,536 characters) for filepath, kind and sha256. One defect per value, on the node it came from,
+  located at its JSON pointer in the record file (`/components/3/size`), or at its place in a payload
+  (a parsed cell's SourceLocation); a plain folder's own values (its name and path) have no location.
+- `not_a_regular_file` (rule `file.special`): where a payload should be, the folder holds a symbolic link
+  (to a file or a folder, inside or outside the folder), a FIFO, a socket or a device, or the path lies
+  under a symlinked folder. Ingest reads only what the folder holds: the link is not followed and the
+  special file is not opened, so nothing of the target reaches the graph; the component is not held
+  (`status: "not_a_regular_file"`). In a NERDm record the defect is on the component, at
+  `/components/N/filepath` (a Subcollection that is a symlink too); in a plain folder the entry is a
+  DataFile component (`entry_type` says what it is) and the defect, at `<path>#entry`, has no
+  SourceLocation (no bytes at that path to point into).
+
+Refused as input (an InputError naming the file, exit 2, the other paths still ingested): a record file
+that nests arrays and objects deeper than 512 levels (`ingest.nerdm.MAX_JSON_DEPTH`), a path or a
+`nerdm.json` that is a FIFO, socket or device, and a `nerdm.json` inside a given folder that is a symlink
+(a path the user names is followed). Any other failure while reading, building or writing one path is
+reported for that path (what failed, no traceback; the traceback is logged at debug level).
 
 Rules (plain folders, `ingest/folder.py`): a file named `<target>.sha256` is a ChecksumFile (never evidence)
 that DESCRIBES the component of `<target>`, the same path without `.sha256`, when that file is in the folder.
@@ -45,6 +77,10 @@ File contents (issue 3 parsers; the subject is the file's Component):
   AM Bench XSDs, with line numbers.
 - `step_header_missing` (rule `step.header`).
 - `unparseable_file` (rule `file.parse`): a parser failed on the file; the file is still held and hashed.
+- `resource_limit` (rule `parse.budget`): parsing the file reached one of the budgets of `ingest/limits.py`
+  (inflated bytes, cells, facts, pages, PDF content or characters, XML depth, field length); the facts found
+  before it are kept and the detail names the budget and what was cut ("stopped after 200000 facts (budget
+  facts_per_file); lines after L40213 are not located", "a string of 400000000 characters is truncated to 32768").
 
 A payload the record lists but we do not hold is a status of the component (`held: false`), not a defect.
 
@@ -100,6 +136,9 @@ class DefectKind(StrEnum):
     XML_SCHEMA_VIOLATION = "xml_schema_violation"
     STEP_HEADER_MISSING = "step_header_missing"
     UNPARSEABLE_FILE = "unparseable_file"
+    RESOURCE_LIMIT = "resource_limit"
+    VALUE_NOT_STORABLE = "value_not_storable"
+    NOT_A_REGULAR_FILE = "not_a_regular_file"
 
 
 RULES: dict[str, DefectKind] = {
@@ -127,9 +166,12 @@ RULES: dict[str, DefectKind] = {
     "xml.schema": DefectKind.XML_SCHEMA_VIOLATION,
     "step.header": DefectKind.STEP_HEADER_MISSING,
     "file.parse": DefectKind.UNPARSEABLE_FILE,
+    "parse.budget": DefectKind.RESOURCE_LIMIT,
+    "graph.value": DefectKind.VALUE_NOT_STORABLE,
+    "file.special": DefectKind.NOT_A_REGULAR_FILE,
 }
 
 # parser findings whose detail states what the bytes hold (shown to a reviewer; see the module docstring)
 STATED_AS_FACTS = frozenset({"format.mismatch", "csv.ragged", "csv.syntax", "xlsx.read", "xlsx.formula_without_cache",
                              "pdf.no_text_layer", "pdf.encrypted", "pdf.corrupt", "xml.not_well_formed", "xml.schema",
-                             "step.header", "file.parse"})
+                             "step.header", "file.parse", "parse.budget"})

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,15 +23,91 @@ class LocalBytes:
     size: int
 
 
-def hash_file(path: Path) -> LocalBytes:
-    """Stream the file through sha256. Raises OSError when it cannot be read."""
-    h = hashlib.sha256()
-    size = 0
-    with path.open("rb") as fh:
+def hash_file(path: Path, *, follow_symlinks: bool = False) -> LocalBytes:
+    """Stream the file through sha256. Raises OSError when it cannot be read, and NotRegularFile when it is
+    not a regular file: a symlink is not followed (unless `follow_symlinks`, for a path the user named), and a
+    FIFO, socket or device is opened non-blocking only to be refused, never read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_symlinks:
+            raise NotRegularFile(path, "symlink") from exc
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        kind = entry_kind(os.fstat(fd).st_mode)
+        if kind != "file":
+            raise NotRegularFile(path, kind)
+        h = hashlib.sha256()
+        size = 0
         while chunk := fh.read(CHUNK):
             h.update(chunk)
             size += len(chunk)
     return LocalBytes(path, h.hexdigest(), size)
+
+
+class NotRegularFile(OSError):
+    """A path that is a symlink, FIFO, socket, device or folder where a regular file was expected."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        super().__init__(errno.EINVAL, f"is {SPECIAL_NAMES.get(kind, 'not a regular file')}", str(path))
+        self.kind = kind
+
+
+SPECIAL_NAMES = {"symlink": "a symbolic link (not followed)", "fifo": "a FIFO (named pipe; not opened)",
+                 "socket": "a socket (not opened)", "device": "a device file (not opened)",
+                 "dir": "a folder", "other": "not a regular file (not opened)"}
+
+
+def entry_kind(mode: int) -> str:
+    """What a directory entry is, from its lstat mode: file, dir, symlink, fifo, socket, device or other."""
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "other"
+
+
+def list_entries(root: Path) -> dict[str, str]:
+    """Every entry under root, as POSIX paths relative to it, with what it is (`entry_kind`). One walk
+    instead of a stat per component (records list up to hundreds of thousands of components, mostly not
+    held); symlinks are listed as `symlink` and never followed, so nothing outside root is listed."""
+    found: dict[str, str] = {}
+    stack = [("", str(root))]
+    while stack:
+        prefix, folder = stack.pop()
+        try:
+            it = os.scandir(folder)
+        except OSError:
+            continue
+        with it:
+            for entry in it:
+                rel = prefix + entry.name
+                try:
+                    if entry.is_symlink():
+                        kind = "symlink"
+                    elif entry.is_dir(follow_symlinks=False):
+                        kind = "dir"
+                    elif entry.is_file(follow_symlinks=False):
+                        kind = "file"
+                    else:
+                        kind = entry_kind(entry.stat(follow_symlinks=False).st_mode)
+                except OSError:
+                    kind = "other"
+                found[rel] = kind
+                if kind == "dir":
+                    stack.append((rel + "/", entry.path))
+    return found
 
 
 def canonical_json(value: Any) -> bytes:
@@ -39,20 +117,14 @@ def canonical_json(value: Any) -> bytes:
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except (orjson.JSONEncodeError, TypeError):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        # a lone surrogate (a JSON `\udcxx` escape with no pair) has no UTF-8 form: written as that escape
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+            "utf-8", "backslashreplace")
 
 
 def list_files(root: Path) -> set[str]:
-    """Every file and symlink under root, as POSIX paths relative to it (one walk instead of a stat per
-    component: records list up to hundreds of thousands of components, mostly not held)."""
-    found: set[str] = set()
-    base = str(root)
-    for dirpath, dirnames, filenames in os.walk(base):
-        rel = os.path.relpath(dirpath, base)
-        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-        found.update(prefix + name for name in filenames)
-        found.update(prefix + name for name in dirnames if os.path.islink(os.path.join(dirpath, name)))
-    return found
+    """Every entry under root that is not a folder (files, symlinks, special files), as relative POSIX paths."""
+    return {rel for rel, kind in list_entries(root).items() if kind != "dir"}
 
 
 def span_sha256(value: Any) -> str:

@@ -12,6 +12,11 @@ file's sha256); a folder has no bytes and no location.
 A `<target>.sha256` file is a ChecksumFile, never evidence, not parsed; it DESCRIBES the target's
 component when `<target>` is a file of the folder and its content is checked against the target's
 recomputed sha256 (rules `folder.sidecar.*` in ingest/defects.py).
+
+Ingest reads only what the folder holds: a symlink (to a file or a folder, inside or outside) is not
+followed and a FIFO, socket or device is not opened. Each such entry is a DataFile component that is not
+held (`status: "not_a_regular_file"`, `entry_type` what it is) with a `not_a_regular_file` defect (rule
+`file.special`); the defect has no SourceLocation (there are no bytes at that path to point into).
 """
 
 from __future__ import annotations
@@ -23,8 +28,8 @@ from typing import Any
 
 from ingest import ids
 from ingest.evidence import evidence_kind
-from ingest.files import LocalBytes, hash_file
-from ingest.nerdm import RecordBuilder, RecordGraph, _stamp
+from ingest.files import SPECIAL_NAMES, LocalBytes, NotRegularFile, entry_kind, hash_file
+from ingest.nerdm import Origin, RecordBuilder, RecordGraph, _stamp
 from ingest.releases import ParsedFile, is_changelog, release_evidence
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
@@ -42,14 +47,25 @@ def folder_ark(root: Path) -> str:
 def distinct_folder_ark(root: Path) -> str:
     """The identity of a folder whose name another folder's record already holds."""
     resolved = root.resolve()
-    return f"folder:{resolved.name}~{hashlib.sha256(str(resolved).encode()).hexdigest()[:8]}"
+    digest = hashlib.sha256(str(resolved).encode("utf-8", "surrogatepass")).hexdigest()
+    return f"folder:{resolved.name}~{digest[:8]}"
 
 
 def is_sidecar(relpath: str) -> bool:
     return relpath.lower().endswith(SIDECAR_SUFFIX)
 
 
+def _lkind(path: str) -> str:
+    """What the entry itself is (lstat: a symlink is a symlink), see ingest.files.entry_kind."""
+    try:
+        return entry_kind(os.lstat(path).st_mode)
+    except OSError:
+        return "file"  # vanished or unreadable: hashing it reports why
+
+
 class FolderBuilder(RecordBuilder):
+    POINTER_LOCATED = False  # no record file: a defect is located at a file's bytes, or not at all
+
     def __init__(self, root: Path, ark: str | None = None,  # noqa: D107 - RecordBuilder's NERDm header does not apply
                  shares_name_with: str | None = None) -> None:
         self.root = root
@@ -63,18 +79,25 @@ class FolderBuilder(RecordBuilder):
         self._start(ark, ids.record_id(ark, None), None, name, [b"folder"])
         self.g.source_root = str(root.resolve())
         self.g.shares_name_with = shares_name_with
+        self._special: dict[str, str] = {}  # entries that are not regular files, by relative path
 
     def build(self) -> RecordGraph:
         arch = ids.archive_id("local")
         self.g.nodes.append(NodeRow(arch, (Label.ARCHIVE,), {"host": "local", "name": "Local files"}))
         files: list[str] = []
         dirs: list[str] = []
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP)
+        special: dict[str, str] = {}  # symlinks (to files or folders), FIFOs, sockets, devices: never opened
+        for dirpath, dirnames, filenames in os.walk(self.root):  # does not descend into symlinked folders
             rel = os.path.relpath(dirpath, self.root)
             prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+            linked = {d for d in dirnames if d not in SKIP and os.path.islink(os.path.join(dirpath, d))}
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP and d not in linked)
             dirs.extend(prefix + d for d in dirnames)
-            files.extend(prefix + f for f in sorted(filenames) if f not in SKIP)
+            for name in sorted(linked | {f for f in filenames if f not in SKIP}):
+                files.append(prefix + name)
+                kind = "symlink" if name in linked else _lkind(os.path.join(dirpath, name))
+                if kind != "file":
+                    special[prefix + name] = kind
         self.g.nodes.append(NodeRow(self.rec_id, (Label.RECORD,), self._owned({
             "ark": self.ark, "title": self.g.title, "provenance": self.provenance, "source_path": str(self.root.name),
             "source_root": self.g.source_root, "component_count": len(files) + len(dirs), "ingest_state": "writing",
@@ -83,17 +106,21 @@ class FolderBuilder(RecordBuilder):
         folder_ids = {d: ids.component_id(self.rec_id, d) for d in dirs}
         for d in dirs:
             self._component_row(d, folder_ids[d], Label.SUBCOLLECTION, folder_ids)
+            self._origins[folder_ids[d]] = Origin(f"{d}#folder", folder_ids[d], Label.COMPONENT)
         held: dict[str, tuple[str, LocalBytes | None]] = {}
         summaries: list[ParsedFile] = []  # release notes (ingest/releases.py)
         changelogs: list[ParsedFile] = []
         for f in files:
             cid = ids.component_id(self.rec_id, f)
             sidecar = is_sidecar(f)
-            local = self._hold_file(f, cid, parse=not sidecar)
+            local = self._hold_file(f, cid, parse=not sidecar, special=special.get(f))
             held[f] = (cid, local)
-            self._component_row(f, cid, Label.CHECKSUM_FILE if sidecar else Label.DATA_FILE, folder_ids, local)
+            self._component_row(f, cid, Label.CHECKSUM_FILE if sidecar else Label.DATA_FILE, folder_ids, local,
+                                special=self._special.get(f))
+            self._origins[cid] = Origin(f"{f}#file", cid, Label.COMPONENT)
             if local is not None:
                 loc = ids.location_id(local.sha256, "file")
+                self._origins[cid] = Origin(f"{f}#file", cid, Label.COMPONENT, location=loc)
                 if loc not in self._locations:
                     self._locations.add(loc)
                     self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,), self._owned({
@@ -106,7 +133,8 @@ class FolderBuilder(RecordBuilder):
                     continue  # integrity metadata of its target, never evidence (ingest/evidence.py)
                 info = self._doc_info.get(cid)
                 kind, rule = evidence_kind(f, None, None, info[1].format if info else None)
-                self.add_evidence(f, kind, rule, Path(f).name, cid, [loc], provenance=self.provenance)
+                eid = self.add_evidence(f, kind, rule, Path(f).name, cid, [loc], provenance=self.provenance)
+                self._origins[eid] = self._origins[cid]
                 if info is not None and info[1].format == "release_summary":
                     summaries.append(ParsedFile(f, info[1], local))
                 elif info is not None and is_changelog(f, info[1]):
@@ -116,15 +144,21 @@ class FolderBuilder(RecordBuilder):
             if is_sidecar(f):
                 self._check_sidecar(f, held)
         self.g.stamp = hashlib.sha256(b"\0".join(self._stamp_parts)).hexdigest()[:16]
+        self._seal()
         _stamp(self.g.nodes, self.g.edges, self.g.stamp)
         return self.g
 
+    def _fallback_origin(self) -> Origin:
+        return Origin("", self.rec_id, Label.RECORD)  # the folder's own name and path: no bytes to locate them in
+
     def _component_row(self, rel: str, cid: str, kind: Label, folder_ids: dict[str, str],
-                       local: LocalBytes | None = None) -> None:
+                       local: LocalBytes | None = None, special: str | None = None) -> None:
         self.g.components[kind.value] += 1
         props: dict[str, Any] = {"filepath": rel, "name": Path(rel).name, "component_type": kind.value, "nerdm_id": rel}
         if local is not None:
             props.update({"held": True, "status": "held", "sha256": local.sha256, "size": local.size})
+        elif special is not None:
+            props.update({"held": False, "status": "not_a_regular_file", "entry_type": special})
         elif kind in (Label.DATA_FILE, Label.CHECKSUM_FILE):
             props.update({"held": False, "status": "unreadable"})
         if kind is Label.CHECKSUM_FILE:
@@ -135,13 +169,22 @@ class FolderBuilder(RecordBuilder):
         if parent and parent in folder_ids:
             self.g.edges.append(EdgeRow(Rel.PART_OF, cid, Label.COMPONENT, folder_ids[parent], Label.SUBCOLLECTION))
 
-    def _hold_file(self, rel: str, cid: str, parse: bool = True) -> LocalBytes | None:
+    def _hold_file(self, rel: str, cid: str, parse: bool = True, special: str | None = None) -> LocalBytes | None:
         path = self.root / rel
         try:
+            if special is not None:
+                raise NotRegularFile(path, special)
             local = hash_file(path)
+        except NotRegularFile as exc:  # listed as one, or replaced by one since: not followed, not opened
+            self._special[rel] = exc.kind
+            self.defect("file.special", cid, Label.COMPONENT, f"{rel}#entry",
+                        f"{rel}: is {SPECIAL_NAMES.get(exc.kind, SPECIAL_NAMES['other'])}; nothing of it is read",
+                        path=rel)
+            self._stamp_parts.append(f"special:{rel}:{exc.kind}".encode("utf-8", "surrogatepass"))
+            return None
         except OSError as exc:
             self.g.problems.append(InputError(f"cannot be read ({exc.strerror or exc})", path=str(path)))
-            self._stamp_parts.append(f"unreadable:{rel}".encode())
+            self._stamp_parts.append(f"unreadable:{rel}".encode("utf-8", "surrogatepass"))
             return None
         self.held(path, rel, local, cid, parse=parse)
         return local

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import posixpath
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -23,15 +23,40 @@ from ingest import ids, media_types
 from ingest.defects import RULES
 from ingest.documents import parse_file
 from ingest.evidence import evidence_kind, reference_kind
-from ingest.files import LocalBytes, escape_pointer_token, hash_file, list_files, resolve_pointer, span_sha256
+from ingest.files import (
+    SPECIAL_NAMES,
+    LocalBytes,
+    NotRegularFile,
+    entry_kind,
+    escape_pointer_token,
+    hash_file,
+    list_entries,
+    resolve_pointer,
+    span_sha256,
+)
 from ingest.nerdm_schema import NerdmSchemas, Violation
 from ingest.parsers.model import Fact, Parsed
 from voe.errors import InputError
-from voe.graph import EdgeRow, NodeRow
+from voe.graph import (
+    INT64_MAX,
+    INT64_MIN,
+    MAX_KEY_BYTES,
+    MAX_TEXT_CHARS,
+    EdgeRow,
+    NodeRow,
+    json_text,
+    storable,
+    storable_key,
+)
 from voe.ontology import Label, Rel
 
-RULESET_VERSION = "nerdm-7"  # part of the ingest stamp: changing a rule re-stamps (and re-checks) records
+RULESET_VERSION = "nerdm-8"  # part of the ingest stamp: changing a rule re-stamps (and re-checks) records
 NERDM_FILENAME = "nerdm.json"
+# Arrays and objects nested deeper than this are refused when a record is read (an InputError naming the
+# file): everything downstream (schema checks, canonical JSON, the graph) recurses over the record.
+MAX_JSON_DEPTH = 512
+# Properties that are ids or indexed (cypher/schema.cypher), or name an id: over-long values are hashed keys
+KEY_PROPS = frozenset({"id", "record_id", "filepath", "kind", "sha256", "canonical_id", "subject"})
 
 
 class NerdmChecksum(BaseModel):
@@ -41,7 +66,10 @@ class NerdmChecksum(BaseModel):
 
     @property
     def tag(self) -> str:
-        return str((self.algorithm or {}).get("tag") or "sha256").lower()
+        tag = (self.algorithm or {}).get("tag")
+        if isinstance(tag, str) or not tag:
+            return (tag or "sha256").lower()
+        return json_text(tag)  # the schema check reports it; the property stays text
 
 
 class NerdmComponent(BaseModel):
@@ -85,6 +113,42 @@ class NerdmHeader(BaseModel):
     schema_uri: str | None = Field(default=None, alias="_schema")
 
 
+# The record keys a node property is read from (alternatives in order), for the JSON pointer of a
+# `value_not_storable` defect; and the property each header / component key fills.
+HEADER_PROPS = {"ediid": "ediid", "version": "version", "doi": "doi", "title": "title", "landingPage": "landing_page",
+                "modified": "modified", "issued": "issued", "_schema": "schema"}
+RECORD_FIELDS: dict[str, tuple[str, ...]] = {**{prop: (key,) for key, prop in HEADER_PROPS.items()},
+                                             "ark": ("@id",), "id": ("@id",), "record_id": ("@id",)}
+COMPONENT_PROPS = {"filepath": "filepath", "mediaType": "media_type", "size": "declared_size",
+                   "checksum/hash": "declared_sha256", "checksum/algorithm": "checksum_algorithm",
+                   "describes": "describes", "valid": "valid", "downloadURL": "download_url",
+                   "accessURL": "download_url", "title": "title", "description": "description"}
+COMPONENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "id": ("@id",), "nerdm_id": ("@id",), "filepath": ("filepath",), "name": ("filepath", "@id"),
+    "media_type": ("mediaType",), "declared_size": ("size",), "declared_sha256": ("checksum/hash", "checksum"),
+    "checksum_algorithm": ("checksum/algorithm/tag", "checksum/algorithm"), "download_url": ("downloadURL", "accessURL"),
+    "title": ("title",), "description": ("description",), "describes": ("describes",), "valid": ("valid",)}
+EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {"id": ("filepath",), "canonical_id": ("filepath",),
+                                               "filepath": ("filepath",), "title": ("title", "filepath")}
+REFERENCE_FIELDS: dict[str, tuple[str, ...]] = {"id": ("location", "@id"), "canonical_id": ("location", "@id"),
+                                                "target": ("location", "@id"), "title": ("title", "location", "@id"),
+                                                "ref_type": ("refType",)}
+FULL_TEXT_PROPS = frozenset({"filepath", "kind", "sha256"})  # a hashed key keeps its text in `<prop>_full`
+SILENT_LABELS = frozenset({Label.DEFECT, Label.FILE, Label.ARCHIVE})  # our own rows: made storable, no defect
+MIRROR_PROPS = frozenset({"path", "record_ark"})  # repeat a filepath, the record file name or the ark: reported there
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a node's values come from, for the `value_not_storable` defects of `RecordBuilder._seal`."""
+
+    pointer: str  # JSON pointer of the object in the record file, or `<path>#<locator>` for payload values
+    subject: str  # the node the defect is on, and its label
+    label: Label
+    location: str | None = None  # payload values: their SourceLocation; None: located at the pointer
+    fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # property -> record keys under pointer
+
+
 @dataclass
 class RecordGraph:
     record_id: str
@@ -117,6 +181,9 @@ def find_record_file(path: Path) -> Path:
         raise InputError("path does not exist", path=str(path))
     if path.is_dir():
         candidate = path / NERDM_FILENAME
+        if candidate.is_symlink():
+            raise InputError("is a symbolic link, not followed (ingest reads only what the folder holds; "
+                             "name the file itself to read it)", path=str(candidate))
         if not candidate.exists():
             raise InputError(f"folder holds no {NERDM_FILENAME} (expected a NERDm record folder)", path=str(path))
         return candidate
@@ -125,6 +192,9 @@ def find_record_file(path: Path) -> Path:
 
 def read_record(record_file: Path) -> tuple[dict[str, Any], bytes]:
     try:
+        kind = entry_kind(record_file.stat().st_mode)
+        if kind not in ("file", "dir"):
+            raise InputError(f"is {SPECIAL_NAMES[kind]}, expected a NERDm JSON file", path=str(record_file))
         raw = record_file.read_bytes()
     except IsADirectoryError as exc:
         raise InputError("is a folder, expected a NERDm JSON file", path=str(record_file)) from exc
@@ -136,6 +206,7 @@ def read_record(record_file: Path) -> tuple[dict[str, Any], bytes]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"is not UTF-8 text (byte {exc.start})", path=str(record_file)) from exc
+    too_deep = f"nests arrays and objects deeper than {MAX_JSON_DEPTH} levels; not read as a NERDm record"
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -144,6 +215,10 @@ def read_record(record_file: Path) -> tuple[dict[str, Any], bytes]:
         raise InputError(
             f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}", path=str(record_file)
         ) from exc
+    except RecursionError as exc:  # the C decoder stops at Python's recursion limit, far beyond MAX_JSON_DEPTH
+        raise InputError(too_deep, path=str(record_file)) from exc
+    if json_depth(doc, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise InputError(too_deep, path=str(record_file))
     if not isinstance(doc, dict):
         raise InputError(f"is JSON but not a NERDm record (top level is {type(doc).__name__}, not an object)",
                          path=str(record_file), pointer="")
@@ -160,10 +235,28 @@ def read_record(record_file: Path) -> tuple[dict[str, Any], bytes]:
     return doc, raw
 
 
+def json_depth(doc: Any, limit: int) -> int:
+    """How deeply arrays and objects nest in a parsed JSON value (a scalar is 0), counted level by level
+    without recursion; stops counting once past `limit`."""
+    level = [doc] if isinstance(doc, (dict, list)) else []
+    depth = 0
+    while level and depth <= limit:
+        depth += 1
+        level = [x for v in level for x in (v.values() if type(v) is dict else v)
+                 if type(x) is dict or type(x) is list]
+    return depth
+
+
 def _archive_host(header: NerdmHeader, components: list[dict[str, Any]]) -> str:
     for url in [header.landingPage] + [c.get("downloadURL") for c in components[:5] if isinstance(c, dict)]:
-        if isinstance(url, str) and urlparse(url).hostname:
-            return str(urlparse(url).hostname)
+        if not isinstance(url, str):
+            continue
+        try:
+            host = urlparse(url).hostname
+        except ValueError:  # e.g. a malformed IPv6 literal: not a host to name the archive by
+            continue
+        if host:
+            return host
     return "unknown"
 
 
@@ -172,6 +265,8 @@ ARCHIVE_NAMES = {"data.nist.gov": "NIST Public Data Repository"}
 
 class RecordBuilder:
     """Collects nodes and edges for one record, each fact pinned to a SourceLocation."""
+
+    POINTER_LOCATED = True  # defects without a location are located by JSON pointer into the record file
 
     def __init__(self, record_file: Path, raw: bytes, doc: dict[str, Any], validated: bool) -> None:
         self.record_file = record_file
@@ -183,7 +278,9 @@ class RecordBuilder:
         self.validated = validated  # when False, structural problems the schema would name are reported here
         self._by_nerdm_id: dict[str, tuple[int, NerdmComponent, str]] = {}
         try:
-            self.header = NerdmHeader.model_validate(doc)
+            # a header field of another JSON type than the model reads (a map for a title) is stored as the
+            # record has it (made storable, with a defect, by _seal) and reported by the schema check
+            self.header, self._header_unread = _lenient(NerdmHeader, doc)
         except ValidationError as exc:
             first = exc.errors()[0]
             ptr = "/" + "/".join(escape_pointer_token(p) for p in first["loc"])
@@ -192,19 +289,25 @@ class RecordBuilder:
         # whether the schema check ran is part of the stamp: its defects exist only when it did
         self._start(self.header.ark, ids.record_id(self.header.ark, self.header.version), self.header.version,
                     self.header.title, [self.file_sha.encode(), b"schema" if validated else b"no-schema"])
-        self._present = list_files(self.root)
-        self._dirs = _subdirs(self.root)
+        self._entries = list_entries(self.root)  # what the folder holds; symlinks listed, never followed
+        self._any_special = any(kind not in ("file", "dir") for kind in self._entries.values())
 
     def _start(self, ark: str, rec_id: str, version: str | None, title: str | None, stamp_seed: list[bytes]) -> None:
         """The state every builder (NERDm, plain folder, facts catalog) collects into."""
         self.ark = ark
-        self.rec_id = rec_id
-        self.g = RecordGraph(rec_id, ark, version, title, self.record_file)
+        # the record id is a key every node of the record carries: storable from the start (_seal makes the
+        # rest storable; the same function, so every reference to it agrees)
+        self.rec_id, self._rec_id_note = storable_key(rec_id)
+        self.g = RecordGraph(self.rec_id, _text(ark) or "", _text(version), _text(title), self.record_file)
         self._stamp_parts: list[bytes] = [RULESET_VERSION.encode(), *stamp_seed]
         self._locations: set[str] = set()
         self._files: set[str] = set()
         self._doc_info: dict[str, tuple[str, Parsed]] = {}
         self._file_rows: dict[str, NodeRow] = {}
+        self._origins: dict[str, Origin] = {}
+        self._located: dict[str, str] | None = None  # node id -> its first LOCATED_AT, built when needed
+        self._unread: dict[int, dict[str, Any]] = {}  # component index -> values the model could not read
+        self._absent_status: dict[str, str] = {}  # component id -> why its bytes are not held, when not absent
 
     # -- primitives ----------------------------------------------------------------------------
     def _owned(self, props: dict[str, Any]) -> dict[str, Any]:
@@ -237,17 +340,92 @@ class RecordBuilder:
     def defect(self, rule: str, subject: str, subject_label: Label, pointer: str, detail: str,
                path: str | None = None, location: str | None = None) -> None:
         """A defect located by a JSON pointer into the record file, or at `location` (a SourceLocation id
-        already in the batch) for defects inside a payload file."""
+        already in the batch) for defects inside a payload file. In a plain folder a defect with no
+        `location` (an entry with no bytes to point into: a symlink, a FIFO) has no SourceLocation."""
         kind = RULES[rule]
         did = ids.defect_id(kind, subject, pointer)
-        loc = location or self.location(pointer, _value_at(self.doc, pointer))
+        loc = location or (self.location(pointer, _value_at(self.doc, pointer)) if self.POINTER_LOCATED else None)
         self.g.nodes.append(NodeRow(did, (Label.DEFECT,), self._owned({
             "kind": kind.value, "rule": rule, "detail": detail, "subject": subject, "pointer": pointer,
             "path": path or self.record_file.name,
         })))
         self.g.edges.append(EdgeRow(Rel.HAS_DEFECT, subject, subject_label, did, Label.DEFECT))
-        self.g.edges.append(EdgeRow(Rel.LOCATED_AT, did, Label.DEFECT, loc, Label.SOURCE_LOCATION))
+        if loc is not None:
+            self.g.edges.append(EdgeRow(Rel.LOCATED_AT, did, Label.DEFECT, loc, Label.SOURCE_LOCATION))
         self.g.defects[kind.value] += 1
+
+    # -- what Neo4j can store ------------------------------------------------------------------
+    def _fallback_origin(self) -> Origin:
+        """Where the Record node's own values are reported (the record file's root)."""
+        return Origin("", self.rec_id, Label.RECORD, fields=RECORD_FIELDS)
+
+    def _seal(self, start_nodes: int = 0, start_edges: int = 0) -> None:
+        """The one place the builder's rows become what Neo4j stores; every builder calls it last, before
+        the stamp (and schema_defects on its late rows). Each property value is made storable
+        (voe.graph.storable; ids and indexed properties by storable_key, a hashed key keeping its text in
+        `<prop>_full` for filepath, kind and sha256), and each record value that had to change is one
+        `value_not_storable` defect (rule `graph.value`) on the node it came from (`Origin`), at its JSON
+        pointer or its place in a payload. Our own rows (defects, files, archives, JSON-pointer locations)
+        and every edge are made storable the same way without a defect of their own."""
+        end = len(self.g.nodes)
+        reported: set[tuple[str, str]] = set()
+        if self._rec_id_note and start_nodes == 0:
+            self._value_defect(self._fallback_origin(), "id", self._rec_id_note, reported)
+        record_row = None
+        for row in self.g.nodes[start_nodes:end]:
+            raw_id = row.id
+            if raw_id == self.rec_id:
+                record_row = row
+            origin = self._origins.get(raw_id)
+            if origin is None and raw_id == self.rec_id and Label.RECORD in row.labels:
+                origin = self._fallback_origin()
+            changes = _storable_row(row, origin.fields if origin is not None else EMPTY_FIELDS)
+            changes = [(prop, note) for prop, note in changes if prop not in MIRROR_PROPS]
+            if not changes or SILENT_LABELS.intersection(row.labels):
+                continue
+            if origin is None:  # e.g. a release-notes Evidence: reported where it is located
+                located = self._located_at(raw_id)
+                origin = self._origins.get(located) if located is not None else None
+                if origin is None:
+                    continue
+            for prop, note in changes:
+                self._value_defect(origin, prop, note, reported)
+        for row in self.g.nodes[end:]:
+            _storable_row(row)
+        for edge in self.g.edges[start_edges:]:
+            if not (edge.src.isascii() and len(edge.src) <= MAX_KEY_BYTES):
+                edge.src = storable_key(edge.src)[0]
+            if not (edge.dst.isascii() and len(edge.dst) <= MAX_KEY_BYTES):
+                edge.dst = storable_key(edge.dst)[0]
+            for key, value in edge.props.items():
+                if type(value) is not str or not value.isascii():
+                    safe, changed = storable(value)
+                    if changed:
+                        edge.props[key] = safe
+        if record_row is not None and Label.RECORD in record_row.labels:
+            title = record_row.props.get("title")
+            self.g.title = title if isinstance(title, str) else None
+
+    def _located_at(self, node_id: str) -> str | None:
+        """The first SourceLocation the node is LOCATED_AT (edges still carry the ids as built)."""
+        if self._located is None:
+            self._located = {}
+            for e in self.g.edges:
+                if e.rel == Rel.LOCATED_AT:
+                    self._located.setdefault(e.src, e.dst)
+        return self._located.get(node_id)
+
+    def _value_defect(self, origin: Origin, prop: str, why: str, reported: set[tuple[str, str]]) -> None:
+        pointer = origin.pointer
+        keys = origin.fields.get(prop, ())
+        if keys and self.POINTER_LOCATED:
+            key = next((k for k in keys if _value_at(self.doc, f"{origin.pointer}/{k}") is not None), keys[0])
+            pointer = f"{origin.pointer}/{key}"
+        if (origin.subject, pointer) in reported:
+            return
+        reported.add((origin.subject, pointer))
+        self.defect("graph.value", origin.subject, origin.label, pointer,
+                    f"{pointer or '/'}: the value of {prop} {why}", location=origin.location)
 
     # -- the record ----------------------------------------------------------------------------
     def build(self) -> RecordGraph:
@@ -258,12 +436,16 @@ class RecordBuilder:
         record_file_bytes = LocalBytes(self.record_file, self.file_sha, self.file_size)
         fid = self.file(record_file_bytes, origin="nerdm")
         self.g.nodes.append(NodeRow(arch, (Label.ARCHIVE,), {"host": host, "name": ARCHIVE_NAMES.get(host, host)}))
-        self.g.nodes.append(NodeRow(self.rec_id, (Label.RECORD,), self._owned({
+        record_props = {
             "ark": h.ark, "ediid": h.ediid, "version": h.version, "doi": h.doi, "title": h.title,
             "landing_page": h.landingPage, "modified": h.modified, "issued": h.issued,
             "schema": h.schema_uri, "source_path": self.record_file.name, "source_sha256": self.file_sha,
             "component_count": len(components_raw), "ingest_state": "writing",
-        })))
+        }
+        for key, value in self._header_unread.items():
+            if key in HEADER_PROPS:
+                record_props[HEADER_PROPS[key]] = value
+        self.g.nodes.append(NodeRow(self.rec_id, (Label.RECORD,), self._owned(record_props)))
         self.g.edges.append(EdgeRow(Rel.CONTAINS, arch, Label.ARCHIVE, self.rec_id, Label.RECORD))
         self.g.edges.append(EdgeRow(Rel.STORED_AS, self.rec_id, Label.RECORD, fid, Label.FILE,
                                     {"path": self.record_file.name}))
@@ -273,13 +455,16 @@ class RecordBuilder:
         parsed: list[tuple[int, NerdmComponent, str]] = []
         by_nerdm_id: dict[str, tuple[int, NerdmComponent, str]] = {}
         for i, raw in enumerate(components_raw):
-            comp = _parse_component(raw)
-            if comp is None:
+            read = _parse_component(raw)
+            if read is None:
                 # Unidentifiable entry: the schema check names it; nothing to hang a node on.
                 if not self.validated:
                     self.defect("nerdm.schema", self.rec_id, Label.RECORD, f"/components/{i}",
                                 "component has no string @id")
                 continue
+            comp, unread = read
+            if unread:
+                self._unread[i] = unread
             cid = ids.component_id(self.rec_id, comp.nerdm_id)
             if comp.nerdm_id in by_nerdm_id:
                 self.defect("nerdm.schema", self.rec_id, Label.RECORD, f"/components/{i}/@id",
@@ -298,6 +483,7 @@ class RecordBuilder:
         # the property store (written for every node and edge of the record) small.
         self.g.stamp = hashlib.sha256(b"\0".join(self._stamp_parts)).hexdigest()[:16]
         self._by_nerdm_id = by_nerdm_id
+        self._seal()
         _stamp(self.g.nodes, self.g.edges, self.g.stamp)
         return self.g
 
@@ -314,6 +500,7 @@ class RecordBuilder:
                 if isinstance(nid, str) and nid in self._by_nerdm_id and self._by_nerdm_id[nid][0] == int(parts[2]):
                     subject, label = self._by_nerdm_id[nid][2], Label.COMPONENT
             self.defect("nerdm.schema", subject, label, v.pointer, f"{v.message} (schema {v.schema})")
+        self._seal(n_nodes, n_edges)
         nodes, edges = self.g.nodes[n_nodes:], self.g.edges[n_edges:]
         del self.g.nodes[n_nodes:], self.g.edges[n_edges:]
         self.g.late_elements += len(nodes) + len(edges)
@@ -336,14 +523,22 @@ class RecordBuilder:
             "download_url": comp.downloadURL or comp.accessURL, "title": comp.title,
             "description": comp.description, "describes": comp.describes, "valid": comp.valid,
         }
+        for key, value in self._unread.get(i, {}).items():  # as the record has them; _seal makes them storable
+            prop = COMPONENT_PROPS.get(key)
+            if prop is not None and props.get(prop) is None:
+                props[prop] = value
+        self._origins[cid] = Origin(ptr, cid, Label.COMPONENT, fields=COMPONENT_FIELDS)
         local: LocalBytes | None = None
         if is_file and comp.filepath:
             local = self._hold(comp, cid, ptr)
             props["held"] = local is not None
-            props["status"] = "held" if local is not None else "not_held"
+            props["status"] = "held" if local is not None else self._absent_status.get(cid, "not_held")
             if local is not None:
                 props["sha256"] = local.sha256
                 props["size"] = local.size
+        elif kind is Label.SUBCOLLECTION and comp.filepath and (special := self._special_entry(comp.filepath)):
+            self._not_regular(comp.filepath, cid, ptr, *special)  # a folder that is a symlink: not descended
+            props["status"] = "not_a_regular_file"
         self.g.nodes.append(NodeRow(cid, labels, self._owned({k: v for k, v in props.items() if v is not None})))
         self.g.edges.append(EdgeRow(Rel.HAS_COMPONENT, self.rec_id, Label.RECORD, cid, Label.COMPONENT))
         self.g.edges.append(EdgeRow(Rel.LOCATED_AT, cid, Label.COMPONENT,
@@ -373,24 +568,54 @@ class RecordBuilder:
     def _hold(self, comp: NerdmComponent, cid: str, ptr: str) -> LocalBytes | None:
         assert comp.filepath is not None
         path = self.root / comp.filepath
-        if comp.filepath not in self._present and comp.filepath.rstrip("/") not in self._dirs:
-            self._stamp_parts.append(f"absent:{comp.filepath}".encode())
+        special = self._special_entry(comp.filepath)
+        if special is not None:
+            self._not_regular(comp.filepath, cid, ptr, *special)
+            return None
+        kind = self._entries.get(comp.filepath)
+        if kind is None and self._entries.get(comp.filepath.rstrip("/")) != "dir":
+            self._stamp_parts.append(f"absent:{comp.filepath}".encode("utf-8", "surrogatepass"))
             return None
         try:
             local = hash_file(path)
+        except NotRegularFile as exc:  # replaced by a symlink or a FIFO since the folder was listed
+            self._not_regular(comp.filepath, cid, ptr, comp.filepath, exc.kind)
+            return None
         except OSError as exc:
             reason = "is a folder" if path.is_dir() else (exc.strerror or str(exc))
             self.defect("file.read", cid, Label.COMPONENT, f"{ptr}/filepath", f"{comp.filepath}: cannot be read ({reason})",
                         path=comp.filepath)
             self.g.problems.append(InputError(f"payload cannot be read ({reason})", path=str(path)))
-            self._stamp_parts.append(f"unreadable:{comp.filepath}".encode())
+            self._stamp_parts.append(f"unreadable:{comp.filepath}".encode("utf-8", "surrogatepass"))
             return None
         self.held(path, comp.filepath, local, cid, parse=comp.kind is not Label.CHECKSUM_FILE)
         return local
 
+    def _special_entry(self, relpath: str) -> tuple[str, str] | None:
+        """The entry at relpath, or the folder above it, that is not a regular file or folder (a symlink, a
+        FIFO, a socket, a device): its path and kind. Nothing under such an entry is read."""
+        if not self._any_special:
+            return None
+        p = relpath.rstrip("/")
+        while p:
+            kind = self._entries.get(p)
+            if kind is not None and kind not in ("file", "dir"):
+                return p, kind
+            p = posixpath.dirname(p)
+        return None
+
+    def _not_regular(self, relpath: str, cid: str, ptr: str, entry: str, kind: str) -> None:
+        """A symlink or special file where the record puts a payload: not followed, not opened, a defect."""
+        what = SPECIAL_NAMES.get(kind, SPECIAL_NAMES["other"])
+        where = f"{relpath}: is {what}" if entry == relpath.rstrip("/") else f"{relpath}: lies under {entry}, {what}"
+        self.defect("file.special", cid, Label.COMPONENT, f"{ptr}/filepath", f"{where}; nothing of it is read",
+                    path=relpath)
+        self._absent_status[cid] = "not_a_regular_file"
+        self._stamp_parts.append(f"special:{relpath}:{kind}".encode("utf-8", "surrogatepass"))
+
     def held(self, path: Path, relpath: str, local: LocalBytes, cid: str, parse: bool = True) -> None:
         """Bytes we hold for a component: stamp them, store the File, link it, and parse it by content."""
-        self._stamp_parts.append(f"held:{relpath}:{local.sha256}:{local.size}".encode())
+        self._stamp_parts.append(f"held:{relpath}:{local.sha256}:{local.size}".encode("utf-8", "surrogatepass"))
         self.g.held += 1
         fid = self.file(local, origin="payload")
         self.g.edges.append(EdgeRow(Rel.STORED_AS, cid, Label.COMPONENT, fid, Label.FILE, {"path": relpath}))
@@ -411,9 +636,10 @@ class RecordBuilder:
             kind, rule = evidence_kind(comp.filepath, comp.title, comp.mediaType, info[1].format if info else None,
                                        is_folder=comp.kind is Label.SUBCOLLECTION)
             members = direct_files[comp.filepath.rstrip("/")] if comp.kind is Label.SUBCOLLECTION else 0
-            self.add_evidence(comp.filepath, kind, rule, comp.title or comp.filepath, cid,
-                              [self.location(f"/components/{i}", self.doc["components"][i])],
-                              provenance=self.provenance, members=members)
+            eid = self.add_evidence(comp.filepath, kind, rule, comp.title or comp.filepath, cid,
+                                    [self.location(f"/components/{i}", self.doc["components"][i])],
+                                    provenance=self.provenance, members=members)
+            self._origins[eid] = Origin(f"/components/{i}", cid, Label.COMPONENT, fields=EVIDENCE_FIELDS)
 
     def _references(self) -> None:
         """Each entry of the record's `references` names an object the archive does not hold: an Evidence
@@ -429,11 +655,15 @@ class RecordBuilder:
             kind, rule = reference_kind(target, ref.get("title"), types)
             eid = ids.evidence_id(self.rec_id, f"references/{i}")
             loc = self.location(f"/references/{i}", ref)
+            # a title that is a map or list is stored as its JSON text by _seal, with a defect
+            title = ref.get("title") or target
             self.g.nodes.append(NodeRow(eid, (Label.EVIDENCE,), self._owned({
-                "canonical_id": eid, "kind": kind, "kind_rule": rule, "title": str(ref.get("title") or target),
+                "canonical_id": eid, "kind": kind, "kind_rule": rule,
+                "title": title if isinstance(title, (dict, list)) else str(title),
                 "filepath": None, "target": target, "ref_type": ref.get("refType"), "record_ark": self.ark,
                 "provenance": "referenced", "available": False,
             })))
+            self._origins[eid] = Origin(f"/references/{i}", self.rec_id, Label.RECORD, fields=REFERENCE_FIELDS)
             self.g.edges.append(EdgeRow(Rel.LOCATED_AT, eid, Label.EVIDENCE, loc, Label.SOURCE_LOCATION))
             self.g.evidence[kind] += 1
 
@@ -465,7 +695,9 @@ class RecordBuilder:
         self._doc_info[subject] = (relpath, parsed)
         locs: dict[str, str] = {}
         for fact in parsed.facts:
-            locs[fact.locator] = self.fact_location(fact, relpath, local)
+            loc = locs[fact.locator] = self.fact_location(fact, relpath, local)
+            if loc not in self._origins:  # a parsed value Neo4j cannot store is a defect of the file's component
+                self._origins[loc] = Origin(f"{relpath}#{fact.locator}", subject, Label.COMPONENT, location=loc)
         for d in parsed.defects:
             if d.locator and d.locator in locs:
                 loc = locs[d.locator]
@@ -542,18 +774,93 @@ class RecordBuilder:
                             f"{tcomp.filepath}'s declared digest ({expected})")
 
 
-def _parse_component(raw: Any) -> NerdmComponent | None:
+def _parse_component(raw: Any) -> tuple[NerdmComponent, dict[str, Any]] | None:
+    """The component's model of what is well-typed, and the values (by their key path in the component) of
+    another JSON type than the model reads; None when it has no string @id."""
     if not isinstance(raw, dict) or not isinstance(raw.get("@id"), str):
         return None
     try:
-        return NerdmComponent.model_validate(raw)
+        return NerdmComponent.model_validate(raw), {}
     except ValidationError:
-        # Keep what is well-typed; the schema check reports the rest with its JSON pointer.
-        safe: dict[str, Any] = {k: v for k, v in raw.items() if k in ("@id", "filepath", "title") and isinstance(v, str)}
-        types = raw.get("@type")
-        if isinstance(types, list):
-            safe["@type"] = [t for t in types if isinstance(t, str)]
-        return NerdmComponent.model_validate(safe)
+        pass
+    # Keep what is well-typed; the schema check reports the rest with its JSON pointer, and the builder
+    # stores the other values as the record has them (made storable by _seal).
+    clean = dict(raw)
+    unread: dict[str, Any] = {}
+    types = raw.get("@type")
+    if isinstance(types, list):
+        clean["@type"] = [t for t in types if isinstance(t, str)]
+    checksum = raw.get("checksum")
+    if isinstance(checksum, dict):
+        try:
+            cs, cs_unread = _lenient(NerdmChecksum, checksum)
+            clean["checksum"] = cs.model_dump(exclude_none=True)
+            unread.update({f"checksum/{k}": v for k, v in cs_unread.items()})
+        except ValidationError:
+            clean.pop("checksum")
+    try:
+        comp, top = _lenient(NerdmComponent, clean)
+    except ValidationError:  # pragma: no cover - @id is a string, and every other field is optional
+        return None
+    unread.update(top)
+    return comp, unread
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _lenient(model: type[M], raw: dict[str, Any]) -> tuple[M, dict[str, Any]]:
+    """The model of what in `raw` is well-typed, and the top-level keys (with their values) whose value is of
+    another JSON type than the model reads. Raises ValidationError when a required field is unusable."""
+    try:
+        return model.model_validate(raw), {}
+    except ValidationError as exc:
+        keys = {err["loc"][0] for err in exc.errors() if err["loc"]}
+    unread = {k: raw[k] for k in keys if isinstance(k, str) and k in raw}
+    return model.model_validate({k: v for k, v in raw.items() if k not in unread}), unread
+
+
+def _text(value: str | None) -> str | None:
+    """A string as Neo4j (and a JSON report) can hold it: lone surrogates escaped."""
+    return None if value is None else storable(value)[0]
+
+
+EMPTY_FIELDS: Mapping[str, tuple[str, ...]] = {}
+
+
+def _storable_row(row: NodeRow, scalars: Mapping[str, tuple[str, ...]] = EMPTY_FIELDS) -> list[tuple[str, str]]:
+    """Make the row's id and properties storable in place; the properties that changed, and why. A list in
+    one of `scalars` (properties read from one record value) is stored as its JSON text too."""
+    changes: list[tuple[str, str]] = []
+    id_note = None
+    if not (row.id.isascii() and len(row.id) <= MAX_KEY_BYTES):
+        row.id, id_note = storable_key(row.id)
+    extra: dict[str, Any] = {}
+    for key, value in row.props.items():
+        kind = type(value)
+        if kind is str:
+            if value.isascii() and (len(value) <= MAX_KEY_BYTES or key not in KEY_PROPS):
+                continue
+        elif kind is int:
+            if INT64_MIN <= value <= INT64_MAX:
+                continue
+        elif value is None or kind is bool or kind is float:
+            continue
+        if key in KEY_PROPS and kind is str:
+            safe, why = storable_key(value)
+            if why and key in FULL_TEXT_PROPS and len(safe) < len(value):
+                extra[f"{key}_full"] = storable(value[:MAX_TEXT_CHARS])[0]
+        elif kind is list and key in scalars:
+            safe, why = json_text(value), "is a list where the record has one value, stored as its canonical JSON text"
+        else:
+            safe, why = storable(value)
+        if why:
+            extra[key] = safe
+            changes.append((key, why))
+    row.props.update(extra)
+    if id_note:  # last: the property the id is made of says more
+        changes.append(("id", id_note))
+    return changes
 
 
 def _value_at(doc: Any, pointer: str) -> Any:
@@ -561,16 +868,6 @@ def _value_at(doc: Any, pointer: str) -> Any:
         return resolve_pointer(doc, pointer)
     except (KeyError, IndexError, ValueError, TypeError):
         return None
-
-
-def _subdirs(root: Path) -> set[str]:
-    """Folders under root (relative POSIX paths): a folder where a payload should be is unreadable, not absent."""
-    out: set[str] = set()
-    for dirpath, dirnames, _ in os.walk(root):
-        rel = os.path.relpath(dirpath, root)
-        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-        out.update(prefix + d for d in dirnames)
-    return out
 
 
 def _stamp(nodes: list[NodeRow], edges: list[EdgeRow], stamp: str) -> None:

@@ -4,6 +4,11 @@ NERDm's extension model: a document (or any object inside it) lists `_extensionS
 checks each one it recognises and ignores the rest. We check the record against its core `_schema` and
 every recognised `_extensionSchemas` URI, on the record and on each component, with all `$ref`s
 resolved from the local schema folder (no network).
+
+A schema that cannot be applied is a finding, never a crash: an `_extensionSchemas` URI of a schema we
+have whose fragment names nothing in it (`...pub/v0.7#/definitions/NoSuchThing`) is a violation at that
+URI's pointer, and any other failure inside the validator (a `$ref` that resolves nowhere, a schema the
+validators refuse, recursion) is a violation at the object it was checking, naming what failed.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import fastjsonschema
 from jsonschema import Draft4Validator
@@ -89,13 +95,33 @@ class NerdmSchemas:
     def _local(self, uri: str) -> Any:
         return self._docs[uri.split("#", 1)[0].rstrip("#")]
 
-    def _validator(self, uri: str) -> Draft4Validator | None:
+    def _validator_base(self, uri: str) -> str | None:
         base = uri.split("#", 1)[0].rstrip("#")
-        if base not in self.known:
-            return None  # NERDm: an extension we do not recognise is ignored, not an error
+        return base if base in self.known else None  # NERDm: an extension we do not recognise is ignored
+
+    def _validator(self, uri: str) -> Draft4Validator | None:
+        if self._validator_base(uri) is None:
+            return None
         if uri not in self._validators:
             self._validators[uri] = Draft4Validator({"$ref": uri}, registry=self._registry)
         return self._validators[uri]
+
+    def unresolvable(self, uri: str) -> str | None:
+        """Why a URI of a schema we have cannot be applied (its fragment names nothing in it), else None."""
+        base, _, fragment = uri.partition("#")
+        doc = self._docs.get(base.rstrip("#"))
+        if doc is None or not fragment.strip("/"):
+            return None
+        node: Any = doc
+        for raw in fragment.lstrip("/").split("/"):
+            token = unquote(raw).replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and token in node:
+                node = node[token]
+            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                node = node[int(token)]
+            else:
+                return f"names {fragment!r}, which the schema {base} does not define"
+        return None
 
     def validate(self, record: dict[str, Any]) -> list[Violation]:
         found: dict[tuple[str, str], Violation] = {}
@@ -105,13 +131,32 @@ class NerdmSchemas:
             if validator is None:
                 return
             try:
-                self._fast_check(uri)(obj)
-                return
-            except fastjsonschema.JsonSchemaException:
-                pass  # fall through to the authoritative check
-            for err in validator.iter_errors(obj):
-                ptr = prefix + _pointer(err.absolute_path)
-                found.setdefault((ptr, err.message), Violation(ptr, err.message[:500], uri))
+                try:
+                    self._fast_check(uri)(obj)
+                    return
+                except fastjsonschema.JsonSchemaException:
+                    pass  # fall through to the authoritative check (JsonSchemaDefinitionException included)
+                for err in validator.iter_errors(obj):
+                    ptr = prefix + _pointer(err.absolute_path)
+                    found.setdefault((ptr, err.message), Violation(ptr, err.message[:500], uri))
+            except Exception as exc:  # noqa: BLE001 - a schema that cannot be applied is a finding, not a crash
+                msg = f"the schema could not be applied ({type(exc).__name__}: {str(exc)[:300]})"
+                found.setdefault((prefix, msg), Violation(prefix, msg, uri))
+
+        def extensions(obj: dict[str, Any], prefix: str) -> list[str]:
+            """The recognised extension URIs of obj; one that names nothing in its schema is a violation."""
+            out = []
+            value = obj.get("_extensionSchemas")
+            for j, uri in enumerate(value if isinstance(value, list) else []):
+                if not isinstance(uri, str) or self._validator_base(uri) is None:
+                    continue
+                reason = self.unresolvable(uri)
+                if reason is not None:
+                    ptr = f"{prefix}/_extensionSchemas/{j}"
+                    found.setdefault((ptr, reason), Violation(ptr, f"extension schema {uri} {reason}", uri))
+                else:
+                    out.append(uri)
+            return out
 
         # The core schema declares `components` with uniqueItems, which jsonschema checks pairwise
         # (quadratic: minutes at 10k components). Validate the record without its components, then each
@@ -121,8 +166,12 @@ class NerdmSchemas:
         components = record.get("components")
         shell = {**record, "components": []} if isinstance(components, list) else record
         if isinstance(core, str):
-            check(shell, core, "")
-        for uri in _uris(record):
+            reason = self.unresolvable(core) if self._validator_base(core) else None
+            if reason is not None:
+                found[("/_schema", reason)] = Violation("/_schema", f"core schema {core} {reason}", core)
+            else:
+                check(shell, core, "")
+        for uri in extensions(record, ""):
             check(shell, uri, "")
         if isinstance(components, list):
             core_component = f"{core.split('#', 1)[0]}#/definitions/Component" if isinstance(core, str) else None
@@ -130,10 +179,10 @@ class NerdmSchemas:
             for i, comp in enumerate(components):
                 # NERDm extension definitions (pub DataFile, ChecksumFile, ...) include the core Component
                 # by allOf, so the core definition is checked directly only where no extension applies.
-                extensions = [u for u in _uris(comp) if self._validator(u)] if isinstance(comp, dict) else []
-                for uri in extensions:
+                applied = extensions(comp, f"/components/{i}") if isinstance(comp, dict) else []
+                for uri in applied:
                     check(comp, uri, f"/components/{i}")
-                if core_component and not extensions:
+                if core_component and not applied:
                     check(comp, core_component, f"/components/{i}")
                 key = json.dumps(comp, sort_keys=True).encode()
                 if key in seen:
@@ -143,11 +192,6 @@ class NerdmSchemas:
                 else:
                     seen[key] = i
         return sorted(found.values(), key=lambda v: (v.pointer, v.message))
-
-
-def _uris(obj: dict[str, Any]) -> list[str]:
-    value = obj.get("_extensionSchemas")
-    return [u for u in value if isinstance(u, str)] if isinstance(value, list) else []
 
 
 @lru_cache(maxsize=4)

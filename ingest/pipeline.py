@@ -2,31 +2,42 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from ingest import ids, nerdm_schema
 from ingest.catalog import catalog_builders, looks_like_catalog
-from ingest.files import hash_file
+from ingest.files import SPECIAL_NAMES, entry_kind, hash_file
 from ingest.folder import FolderBuilder, distinct_folder_ark, folder_ark
 from ingest.loader import write_record
 from ingest.nerdm import NERDM_FILENAME, RecordBuilder, RecordGraph, open_record
-from voe.errors import InputError
-from voe.graph import Graph, WriteCounts
+from voe.errors import GraphUnavailable, InputError
+from voe.graph import Graph, WriteCounts, storable, storable_key
 
 REPORT_VERSION = 1
+log = logging.getLogger(__name__)
+
+
+def _clean(text: str) -> str:
+    """Text a report (and its JSON) can carry: lone surrogates (from file names that are not UTF-8) escaped."""
+    return str(storable(text)[0])
 
 
 class IngestProblem(BaseModel):
     path: str
     pointer: str | None = None
     message: str
+
+    @classmethod
+    def of(cls, path: str, message: str, pointer: str | None = None) -> IngestProblem:
+        return cls(path=_clean(path), pointer=None if pointer is None else _clean(pointer), message=_clean(message))
 
 
 class RecordSummary(BaseModel):
@@ -87,7 +98,9 @@ def ingest_paths(
     progress: Callable[[str], None] | None = None,
 ) -> IngestReport:
     """Ingest each path (a record folder or a nerdm.json). A path that fails is reported and skipped;
-    the others are still ingested, each in its own transaction."""
+    the others are still ingested, each in its own transaction. Input voe cannot read is an InputError's
+    message; any other failure while reading, building or writing one path is reported for that path as
+    what failed (the traceback goes to the debug log); only GraphUnavailable (Neo4j down) stops the call."""
     say = progress or (lambda _m: None)
     started = time.perf_counter()
     report = IngestReport()
@@ -99,17 +112,26 @@ def ingest_paths(
                 schemas = nerdm_schema.load(sdir)
                 report.schema_dir = str(sdir)
             except (FileNotFoundError, ValueError) as exc:
-                report.errors.append(IngestProblem(path=str(sdir), message=f"NERDm schemas unusable: {exc}"))
+                report.errors.append(IngestProblem.of(str(sdir), f"NERDm schemas unusable: {exc}"))
         else:
             say("warning: no NERDm schemas found (set VOE_SCHEMA_DIR); schema validation skipped")
     graph.apply_schema()
     totals = Totals()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="voe-schema") as pool:
         for path in paths:
+            stage = ["reading it"]
             try:
-                _ingest_one(Path(path), graph, schemas, pool, report, totals, say)
+                _ingest_one(Path(path), graph, schemas, pool, report, totals, say, stage)
+            except GraphUnavailable:
+                raise
             except InputError as exc:
-                report.errors.append(IngestProblem(path=exc.path or str(path), pointer=exc.pointer, message=exc.message))
+                report.errors.append(IngestProblem.of(exc.path or str(path), exc.message, exc.pointer))
+            except Exception as exc:  # noqa: BLE001 - one path's failure must not abort the others
+                log.debug("ingest of %s failed while %s", path, stage[0], exc_info=True)
+                detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+                report.errors.append(IngestProblem.of(
+                    str(path), f"could not be ingested: {type(exc).__name__} while {stage[0]}"
+                               + (f": {detail}" if detail else "")))
     report.components = dict(sorted(totals.components.items()))
     report.defects = dict(sorted(totals.defects.items()))
     report.evidence = dict(sorted(totals.evidence.items()))
@@ -129,7 +151,8 @@ class Totals:
 
 
 def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | None, pool: ThreadPoolExecutor,
-                report: IngestReport, totals: Totals, say: Callable[[str], None]) -> None:
+                report: IngestReport, totals: Totals, say: Callable[[str], None], stage: list[str]) -> None:
+    """`stage[0]` says what is being done, for the report of a failure nobody foresaw."""
     for kind, builder in _builders(path, schemas is not None, graph):
         t0 = time.perf_counter()
         # Schema validation (pure Python) runs in a thread while the subgraph is built and Neo4j applies the
@@ -137,10 +160,25 @@ def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | N
         late = None
         if schemas is not None and kind == "nerdm":
             pending = pool.submit(schemas.validate, builder.doc)
-            late = lambda b=builder, p=pending: b.schema_defects(p.result())  # noqa: E731
+            late = lambda b=builder, p=pending: b.schema_defects(_violations(p, path, say))  # noqa: E731
+        stage[0] = f"building the {kind} record"
         rg = builder.build()
+        stage[0] = f"writing {rg.record_id} to the graph"
         counts = write_record(graph, rg, late)
         _account(rg, counts, t0, path, report, totals, say)
+        stage[0] = "reading it"
+
+
+def _violations(pending: Future[list[nerdm_schema.Violation]], path: Path,
+                say: Callable[[str], None]) -> list[nerdm_schema.Violation]:
+    """The schema check's findings; a check that failed outright is a one-line warning, not a failed record."""
+    try:
+        return pending.result()
+    except Exception as exc:  # noqa: BLE001 - validation never stops an ingest (nerdm_schema reports what it can)
+        log.debug("schema validation of %s failed", path, exc_info=True)
+        say(_clean(f"warning: {path}: NERDm schema check failed ({type(exc).__name__}: {str(exc)[:200]}); "
+                   "its schema defects are missing"))
+        return []
 
 
 def _folder_builder(path: Path, graph: Graph) -> FolderBuilder:
@@ -148,10 +186,10 @@ def _folder_builder(path: Path, graph: Graph) -> FolderBuilder:
     `source_root`): then the folder gets an id of its own. A record with no `source_root` (written before it
     was stored) counts as this folder, so re-ingesting it replaces it as before."""
     ark = folder_ark(path)
-    first = ids.record_id(ark, None)
+    first = storable_key(ids.record_id(ark, None))[0]  # as FolderBuilder stores it
     held = graph.query("ingest/record_state", record_id=first)
     other = held[0]["source_root"] if held and held[0]["state"] == "complete" else None
-    if other is not None and other != str(path.resolve()):
+    if other is not None and other != storable(str(path.resolve()))[0]:
         return FolderBuilder(path, ark=distinct_folder_ark(path), shares_name_with=first)
     return FolderBuilder(path)
 
@@ -160,8 +198,12 @@ def _builders(path: Path, validated: bool, graph: Graph) -> list[tuple[str, Reco
     """What the path is, by content: a NERDm record (folder or file), a plain folder, or a facts catalog."""
     if not path.exists():
         raise InputError("path does not exist", path=str(path))
+    kind = entry_kind(path.stat().st_mode)  # a path the user names is followed if it is a symlink
+    if kind not in ("file", "dir"):
+        raise InputError(f"is {SPECIAL_NAMES[kind]}, not a record folder, a nerdm.json or a facts catalog",
+                         path=str(path))
     if path.is_dir():
-        if (path / NERDM_FILENAME).exists():
+        if (path / NERDM_FILENAME).exists() or (path / NERDM_FILENAME).is_symlink():
             return [("nerdm", open_record(path, validated))]
         if not any(f for _, _, files in os.walk(path) for f in files):
             raise InputError("folder is empty: no nerdm.json and no files to ingest", path=str(path))
@@ -171,14 +213,15 @@ def _builders(path: Path, validated: bool, graph: Graph) -> list[tuple[str, Reco
     except OSError as exc:
         raise InputError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from exc
     if looks_like_catalog(head):
-        return [("catalog", b) for b in catalog_builders(path, hash_file(path), path.read_bytes())]
+        return [("catalog", b) for b in catalog_builders(path, hash_file(path, follow_symlinks=True),
+                                                          path.read_bytes())]
     return [("nerdm", open_record(path, validated))]
 
 
 def _account(rg: RecordGraph, counts: WriteCounts, t0: float, path: Path, report: IngestReport, totals: Totals,
              say: Callable[[str], None]) -> None:
     for problem in rg.problems:
-        report.errors.append(IngestProblem(path=problem.path or str(path), message=problem.message))
+        report.errors.append(IngestProblem.of(problem.path or str(path), problem.message))
     seconds = time.perf_counter() - t0
     totals.components.update(rg.components)
     totals.defects.update(rg.defects)
@@ -197,11 +240,12 @@ def _account(rg: RecordGraph, counts: WriteCounts, t0: float, path: Path, report
     report.records_replaced += replaced
     report.records_unchanged += unchanged
     report.per_record.append(RecordSummary(
-        record_id=rg.record_id, ark=rg.ark, version=rg.version, title=rg.title, source=str(rg.source),
+        record_id=rg.record_id, ark=rg.ark, version=rg.version, title=rg.title, source=_clean(str(rg.source)),
         components=dict(sorted(rg.components.items())), files=rg.files, held=rg.held,
         defects=dict(sorted(rg.defects.items())), facts=rg.facts, evidence=dict(sorted(rg.evidence.items())),
         seconds=round(seconds, 3), stamp=rg.stamp, replaced=replaced, unchanged=unchanged,
-        previous_stamp=rg.previous_stamp, source_root=rg.source_root, shares_name_with=rg.shares_name_with,
+        previous_stamp=rg.previous_stamp, source_root=_clean(rg.source_root) if rg.source_root else None,
+        shares_name_with=rg.shares_name_with,
     ))
     name = f"{rg.ark} v{rg.version or '-'}"
     say(f"{name}: {sum(rg.components.values())} components, {rg.held} payloads held, "

@@ -6,6 +6,8 @@ parameterised `UNWIND $rows` batches built from the query files in cypher/write/
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +23,73 @@ from voe.errors import GraphUnavailable, OntologyViolation, VoeError
 from voe.ontology import Label, Rel
 
 BATCH_ROWS = 10_000
+
+# What Neo4j can store as a property (the ingest builders make every record value fit, ingest/defects.py
+# rule `graph.value`): integers within 64 bits, strings without lone surrogates, homogeneous lists of
+# those, and for an indexed or id property a string of at most MAX_KEY_BYTES UTF-8 bytes (a range index
+# key holds about 8 kB).
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+MAX_KEY_BYTES = 4096
+KEY_PREFIX_CHARS = 128  # a hashed key keeps this much of the text in front of its digest
+MAX_TEXT_CHARS = 65_536  # the full text kept beside a hashed key (`<prop>_full`) is cut here
+
+
+def _text(value: str) -> tuple[str, str | None]:
+    if value.isascii():
+        return value, None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        escaped = value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return escaped, "holds a lone surrogate (not UTF-8), stored with it written as a \\udcxx escape"
+    return value, None
+
+
+def json_text(value: Any) -> str:
+    """Canonical JSON text (sorted keys, no whitespace) of a map or list, lone surrogates as \\u escapes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode(
+        "utf-8", "backslashreplace").decode("utf-8")
+
+
+def storable(value: Any) -> tuple[Any, str | None]:
+    """`value` as Neo4j can store it, and why it had to change (None when it is stored as it is): an integer
+    beyond 64 bits becomes its decimal text, a lone surrogate a `\\udcxx` escape, a map, a list of mixed or
+    nested values (or holding null) their canonical JSON text."""
+    if value is None or isinstance(value, (bool, float, bytes)):
+        return value, None
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, int):
+        if INT64_MIN <= value <= INT64_MAX:
+            return value, None
+        return str(value), f"is an integer beyond 64 bits ({len(str(abs(value)))} digits), stored as text"
+    if isinstance(value, (list, tuple)):
+        kinds = {bool if isinstance(v, bool) else int if isinstance(v, int) else type(v) for v in value}
+        if len(kinds) <= 1 and kinds <= {str, int, float, bool}:
+            items = [storable(v) for v in value]
+            if not any(why for _, why in items):
+                return list(value), None
+            why = next(why for _, why in items if why)
+            if kinds == {str}:
+                return [v for v, _ in items], f"holds a string that {why}"
+            return json_text(value), "holds an integer beyond 64 bits, stored as the list's JSON text"
+        return json_text(value), "is a list Neo4j cannot store (mixed, nested or null items), stored as JSON text"
+    if isinstance(value, dict):
+        return json_text(value), "is a map, stored as its canonical JSON text"
+    return str(value), f"is a {type(value).__name__}, stored as text"
+
+
+def storable_key(value: str) -> tuple[str, str | None]:
+    """An id or indexed string as Neo4j can index it: lone surrogates escaped, and beyond MAX_KEY_BYTES the
+    first KEY_PREFIX_CHARS characters followed by `…sha256:<hex of the whole text>` (deterministic, so every
+    reference to the same key gets the same replacement)."""
+    text, why = _text(value)
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    if size <= MAX_KEY_BYTES:
+        return text, why
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return (f"{text[:KEY_PREFIX_CHARS]}…sha256:{digest}",
+            f"is {size} bytes, too long for an index key (at most {MAX_KEY_BYTES}), stored as a hashed key")
 
 
 @dataclass
