@@ -15,7 +15,7 @@ from typing import Any
 
 import neo4j
 from neo4j import GraphDatabase
-from neo4j.exceptions import AuthError, Neo4jError, ServiceUnavailable
+from neo4j.exceptions import AuthError, IncompleteCommit, Neo4jError, ServiceUnavailable, SessionExpired
 
 from voe import ontology, queries
 from voe.config import Neo4jSettings
@@ -134,6 +134,13 @@ def _chunks(rows: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield rows[start : start + size]
 
 
+def _shutting_down(exc: Neo4jError) -> bool:
+    """The server stopping under a transaction answers with a transient or database error, not a lost socket."""
+    code = exc.code or ""
+    return code.startswith(("Neo.TransientError.General.DatabaseUnavailable", "Neo.TransientError.Transaction.Terminated",
+                            "Neo.DatabaseError.General.UnknownError")) or "shut down" in str(exc).lower()
+
+
 class GraphWriter:
     """Writes inside one explicit transaction, so a record lands whole or not at all."""
 
@@ -182,7 +189,9 @@ class Graph:
     def __init__(self, settings: Neo4jSettings | None = None) -> None:
         self.settings = settings or Neo4jSettings.from_env()
         self.ontology = ontology.load()
-        self._driver = GraphDatabase.driver(self.settings.uri, auth=self.settings.auth)
+        # the server's notices ("label does not exist" on a graph not yet ingested) are not the user's business
+        self._driver = GraphDatabase.driver(self.settings.uri, auth=self.settings.auth,
+                                            notifications_min_severity="OFF")
 
     def __enter__(self) -> Graph:
         return self
@@ -213,8 +222,12 @@ class Graph:
                 queries.load(name), parameters_=params, database_=self.settings.database,
                 routing_=neo4j.RoutingControl.READ,
             )
-        except ServiceUnavailable as exc:
+        except (ServiceUnavailable, SessionExpired) as exc:
             raise GraphUnavailable(f"Neo4j is not reachable at {self.settings.uri}: {exc}") from exc
+        except Neo4jError as exc:
+            if _shutting_down(exc):
+                raise GraphUnavailable(f"Neo4j is not available at {self.settings.uri}: {exc.message}") from exc
+            raise
         return [r.data() for r in records]
 
     def execute(self, name: str, **params: Any) -> WriteCounts:
@@ -228,8 +241,12 @@ class Graph:
         try:
             with self._driver.session(database=self.settings.database) as session:
                 session.run(queries.load(name), params).consume()
-        except ServiceUnavailable as exc:
+        except (ServiceUnavailable, SessionExpired) as exc:
             raise GraphUnavailable(f"Neo4j is not reachable at {self.settings.uri}: {exc}") from exc
+        except Neo4jError as exc:
+            if _shutting_down(exc):
+                raise GraphUnavailable(f"Neo4j is not available at {self.settings.uri}: {exc.message}") from exc
+            raise
 
     @contextmanager
     def writer(self) -> Iterator[GraphWriter]:
@@ -245,8 +262,12 @@ class Graph:
                     if not tx.closed():
                         tx.rollback()
                     raise
-        except ServiceUnavailable as exc:
-            raise GraphUnavailable(f"Neo4j is not reachable at {self.settings.uri}: {exc}") from exc
+        except (ServiceUnavailable, SessionExpired, IncompleteCommit) as exc:
+            raise GraphUnavailable(f"Neo4j went away during a write at {self.settings.uri}: {exc}") from exc
+        except Neo4jError as exc:
+            if _shutting_down(exc):
+                raise GraphUnavailable(f"Neo4j stopped during a write at {self.settings.uri}: {exc.message}") from exc
+            raise
 
     def apply_schema(self) -> None:
         """Uniqueness constraints and indexes; every statement is IF NOT EXISTS, so this is idempotent."""

@@ -1,0 +1,76 @@
+"""Fault injection: Neo4j stopped in the middle of an ingest (issue 8). A dedicated local server is started
+and stopped here, so the suite's own database is not touched."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import IN_CI
+from voe.config import Neo4jSettings
+from voe.errors import ServerError
+from voe.graph import Graph
+from voe.neo4j_server import LocalNeo4j
+
+BOLT, HTTP = 57687, 57474
+
+
+def _big_record(root: Path, n: int) -> Path:
+    """A NERDm record of n data files (no checksums: each also gets a defect), large enough that the ingest
+    is written in several committed chunks and takes seconds."""
+    comps = [{"@id": f"cmps/d{i // 500}/f{i}.csv", "@type": ["nrdp:DataFile"], "filepath": f"d{i // 500}/f{i}.csv",
+              "mediaType": "text/csv", "size": i} for i in range(n)]
+    comps += [{"@id": f"cmps/d{k}", "@type": ["nrdp:Subcollection"], "filepath": f"d{k}"} for k in range(n // 500 + 1)]
+    doc = {"@id": "ark:/88434/mds2-8888", "_schema": "https://data.nist.gov/od/dm/nerdm-schema/v0.7#",
+           "@type": ["nrdp:PublicDataResource"], "title": "fault test record", "version": "1.0.0", "components": comps}
+    folder = root / "mds2-8888"
+    folder.mkdir()
+    (folder / "nerdm.json").write_text(json.dumps(doc))
+    return folder
+
+
+def test_neo4j_stopped_mid_ingest_is_one_line_exit_1_and_no_partial_record(tmp_path: Path) -> None:
+    server = LocalNeo4j("fault", BOLT, HTTP, heap="1g", pagecache="128m")
+    try:
+        server.up()
+    except ServerError as exc:
+        if IN_CI:
+            pytest.fail(f"could not start the fault-test Neo4j: {exc}", pytrace=False)
+        pytest.skip(f"could not start the fault-test Neo4j: {exc}")
+    uri = f"bolt://127.0.0.1:{BOLT}"
+    try:
+        with Graph(Neo4jSettings(uri=uri)) as g:
+            g.clear()
+        record = _big_record(tmp_path, 60_000)
+        env = {**os.environ, "NEO4J_URI": uri}
+        proc = subprocess.Popen([sys.executable, "-m", "voe", "ingest", str(record), "--no-schema"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        # stop the server once the record is being written (its Record node is marked `writing`)
+        deadline = time.monotonic() + 120
+        with Graph(Neo4jSettings(uri=uri)) as g:
+            while time.monotonic() < deadline and proc.poll() is None:
+                rows = g.query("ingest/record_state", record_id="record:ark:/88434/mds2-8888@1.0.0")
+                if rows and rows[0]["state"] == "writing":
+                    break
+                time.sleep(0.2)
+        assert proc.poll() is None, "the ingest finished before the fault could be injected: " + proc.stderr.read()
+        server.down()
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1, err
+        assert "Traceback" not in err and "Neo4j" in err
+        assert len([ln for ln in err.splitlines() if ln.startswith("voe: error")]) == 1, err
+        # back up: the compiler's record query never sees the half-written record
+        server.up()
+        with Graph(Neo4jSettings(uri=uri)) as g:
+            listed = {r["record_id"] for r in g.query("compiler/records")}
+            state = g.query("ingest/record_state", record_id="record:ark:/88434/mds2-8888@1.0.0")
+        assert "record:ark:/88434/mds2-8888@1.0.0" not in listed
+        assert not state or state[0]["state"] != "complete"
+    finally:
+        server.down()
