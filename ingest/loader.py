@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -13,6 +15,8 @@ Late = Callable[[], tuple[list[NodeRow], list[EdgeRow]]]
 # Neo4j holds a transaction's state in heap (70% of it by default). Up to this many nodes+edges a record
 # is written in one transaction; beyond it, in committed chunks with a cleanup on failure (see below).
 SINGLE_TX_ELEMENTS = 150_000
+WRITER = f"{socket.gethostname()}:{os.getpid()}"
+STALE_AFTER_S = 6 * 3600  # a writer on another host is presumed dead after this long
 CHUNK_ELEMENTS = 50_000
 NODE_WRITERS = 2
 
@@ -67,7 +71,7 @@ def _write_chunked(graph: Graph, rg: RecordGraph, late: Late | None) -> WriteCou
     try:
         with graph.writer() as w:
             _previous(w, rg)
-            w.run("ingest/mark_writing", record_id=rg.record_id)
+            w.run("ingest/mark_writing", record_id=rg.record_id, writer=WRITER)
         # Node chunks touch disjoint ids, so two run at once and Neo4j uses both cores; edge chunks share
         # endpoints (every HAS_COMPONENT locks the Record node) and run one after another.
         def write_nodes(start: int) -> WriteCounts:
@@ -91,3 +95,34 @@ def _write_chunked(graph: Graph, rg: RecordGraph, late: Late | None) -> WriteCou
         graph.execute_implicit("ingest/delete_record", record_id=rg.record_id)
         raise
     return total
+
+
+def _alive(writer: str | None, age: int | None) -> bool:
+    """Whether the ingest that marked a record `writing` may still be running: a process of this host that
+    still exists, or any writer elsewhere younger than STALE_AFTER_S. No lease at all (an older voe) is dead."""
+    if not writer or ":" not in writer:
+        return False
+    host, _, pid = writer.rpartition(":")
+    if host == socket.gethostname() and pid.isdigit():
+        if int(pid) == os.getpid():
+            return False  # this very process is not writing it now: a leftover of an earlier call
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return age is not None and age < STALE_AFTER_S
+
+
+def clean_stale(graph: Graph) -> list[str]:
+    """Delete what killed or failed multi-transaction ingests left behind (records still `writing` whose
+    writer is gone). Readers never saw them (they read `complete` records only); this frees the ids and
+    the space. Returns the record ids removed."""
+    removed = []
+    for row in graph.query("ingest/stale_writers"):
+        if not _alive(row["writer"], row["age"]):
+            graph.execute_implicit("ingest/delete_record", record_id=row["record_id"])
+            removed.append(str(row["record_id"]))
+    return removed

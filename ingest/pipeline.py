@@ -16,7 +16,7 @@ from ingest import ids, nerdm_schema
 from ingest.catalog import catalog_builders, looks_like_catalog
 from ingest.files import SPECIAL_NAMES, entry_kind, hash_file
 from ingest.folder import FolderBuilder, distinct_folder_ark, folder_ark
-from ingest.loader import write_record
+from ingest.loader import clean_stale, write_record
 from ingest.nerdm import NERDM_FILENAME, RecordBuilder, RecordGraph, open_record
 from voe.errors import GraphUnavailable, InputError
 from voe.graph import Graph, WriteCounts, storable, storable_key
@@ -116,6 +116,8 @@ def ingest_paths(
         else:
             say("warning: no NERDm schemas found (set VOE_SCHEMA_DIR); schema validation skipped")
     graph.apply_schema()
+    for rid in clean_stale(graph):
+        say(f"removed {rid}: a killed or failed ingest left it half-written")
     totals = Totals()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="voe-schema") as pool:
         for path in paths:

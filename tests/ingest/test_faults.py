@@ -74,3 +74,28 @@ def test_neo4j_stopped_mid_ingest_is_one_line_exit_1_and_no_partial_record(tmp_p
         assert not state or state[0]["state"] != "complete"
     finally:
         server.down()
+
+
+def test_the_next_ingest_removes_what_a_dead_writer_left(graph: Graph, archives: Path) -> None:
+    """A record still `writing` whose writer process is gone (as after kill -9) is removed by the next ingest
+    of anything; one whose writer is alive (this test process's parent) is left alone."""
+    from ingest import ingest_paths
+    from voe.graph import NodeRow
+    from voe.ontology import Label
+
+    def leftover(rid: str, writer: str) -> None:
+        with graph.writer() as w:
+            w.run("ingest/mark_writing", record_id=rid, writer=writer)
+            w.nodes([NodeRow(f"{rid}/c", (Label.COMPONENT,), {"record_id": rid, "filepath": "x"})])
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    import socket
+
+    leftover("record:dead@1", f"{socket.gethostname()}:{dead.stdout.strip()}")
+    leftover("record:alive@1", f"{socket.gethostname()}:{os.getppid()}")
+    report = ingest_paths([archives / "mds2-2106"], graph)
+    assert report.errors == []
+    with graph._driver.session() as s:  # noqa: SLF001 - the test inspects the graph directly
+        left = {r["rid"] for r in s.run("MATCH (n:Node) WHERE n.record_id STARTS WITH 'record:' AND "
+                                        "n.record_id ENDS WITH '@1' RETURN DISTINCT n.record_id AS rid")}
+    assert left == {"record:alive@1"}
