@@ -4,7 +4,9 @@ section of ISO 10303-21 (STEP) files. Plain text files get one fact per non-empt
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
+from ingest.limits import Meter
 from ingest.parsers.model import Fact, FileDefect, Parsed, Role
 from ingest.parsers.sniff import decode_text
 from ingest.parsers.tabular import split_unit
@@ -18,13 +20,42 @@ def _lines(data: bytes) -> list[str]:
     return decode_text(data).splitlines()
 
 
+# what str.splitlines splits at
+LINE_BREAK_RE = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def iter_lines(text: str) -> Iterator[str]:
+    """text.splitlines(), one line at a time (a file of a million lines is not held as a list)."""
+    pos = 0
+    for m in LINE_BREAK_RE.finditer(text):
+        yield text[pos:m.start()]
+        pos = m.end()
+    if pos < len(text):
+        yield text[pos:]
+
+
+def count_lines(text: str) -> int:
+    """len(text.splitlines()) without building the list."""
+    breaks = sum(text.count(c) for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029") - text.count("\r\n")
+    return breaks + (1 if text and not LINE_BREAK_RE.fullmatch(text[-2:] if text.endswith("\r\n") else text[-1]) else 0)
+
+
+def _stopped(parsed: Parsed, n: int) -> None:
+    last = parsed.facts[-1].locator if parsed.facts else "the start"
+    parsed.defects.append(FileDefect(
+        "parse.budget", f"stopped after {len(parsed.facts)} facts (budget facts_per_file); lines after {last} are not "
+        "located", f"L{n}"))
+
+
 def parse_nc(data: bytes) -> Parsed:
     """Every line with a command or parameter becomes a fact; `#901=3025. (E: LASER POWER [W])` becomes
     the parameter `LASER POWER` = 3025 W, so later steps can cite the exact program line."""
     parsed = Parsed(format="nc", role=Role.PROCESS_RECORD)
     commands: dict[str, int] = {}
     params = []
-    for n, line in enumerate(_lines(data), start=1):
+    text = decode_text(data)
+    room = Meter().room("facts_per_file")
+    for n, line in enumerate(iter_lines(text), start=1):
         if not line.strip():
             continue
         comments = COMMENT_RE.findall(line)
@@ -43,10 +74,16 @@ def parse_nc(data: bytes) -> Parsed:
             params.append({"variable": f"#{m.group('var')}", "name": name, "value": value, "unit": unit, "line": n})
         elif not words and not comments:
             continue
+        if room == 0:
+            if params and params[-1]["line"] == n:
+                params.pop()
+            _stopped(parsed, n)
+            break
+        room -= 1
         parsed.facts.append(Fact("line", f"L{n}", line, name, unit, value, Role.PROCESS_RECORD,
                                  {"line": n, "words": words, "comment": " ".join(c.strip() for c in comments) or None}))
     first_comment = next((f.extra["comment"] for f in parsed.facts if f.extra.get("comment")), None)
-    parsed.summary = {"program": first_comment, "lines": len(_lines(data)), "parameters": params,
+    parsed.summary = {"program": first_comment, "lines": count_lines(text), "parameters": params,
                       "command_counts": dict(sorted(commands.items()))}
     return parsed
 
@@ -95,8 +132,14 @@ def parse_step(data: bytes) -> Parsed:
 
 def parse_text(data: bytes, role: Role = Role.SOURCE_DOCUMENT) -> Parsed:
     parsed = Parsed(format="text", role=role)
-    for n, line in enumerate(_lines(data), start=1):
+    text = decode_text(data)
+    room = Meter().room("facts_per_file")
+    for n, line in enumerate(iter_lines(text), start=1):
         if line.strip():
+            if room == 0:
+                _stopped(parsed, n)
+                break
+            room -= 1
             parsed.facts.append(Fact("line", f"L{n}", line, role=role, extra={"line": n}))
-    parsed.summary = {"lines": len(_lines(data))}
+    parsed.summary = {"lines": count_lines(text)}
     return parsed

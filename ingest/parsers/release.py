@@ -25,6 +25,7 @@ from typing import Any
 
 from lxml import etree
 
+from ingest.limits import Meter
 from ingest.parsers.model import Fact, Parsed, Role
 from ingest.parsers.sniff import RELEASE_TITLE_RE, text_encoding
 
@@ -48,6 +49,8 @@ def rename_key(basename: str) -> str:
 
 def parse_release_summary(data: bytes) -> Parsed:
     parsed = Parsed(format="release_summary", role=Role.SOURCE_DOCUMENT)
+    meter = Meter()
+    meter.take("xml_elements", data.count(b"<") - data.count(b"</"), "nodes of the HTML document (not parsed)")
     parser = etree.HTMLParser(encoding=text_encoding(data), no_network=True, huge_tree=False,
                               remove_comments=True, remove_pis=True)
     root = etree.fromstring(data, parser)
