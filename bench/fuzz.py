@@ -565,7 +565,8 @@ class Stats:
         return {"parser": self.parser, "inputs": self.inputs, "crashes": len(self.crashes),
                 "timeouts": len(self.timeouts), "max_seconds": round(self.max_seconds, 3),
                 "median_seconds": round(statistics.median(self.seconds), 4) if self.seconds else 0.0,
-                "peak_mib": round(self.peak_mib, 1), "grew_mib": round(self.grew_mib, 1), "slowest": self.slowest, "heaviest": self.heaviest,
+                "peak_mib": round(self.peak_mib, 1), "grew_mib": round(self.grew_mib, 1), "slowest": self.slowest,
+                "heaviest": self.heaviest,
                 "outcomes": dict(self.outcomes), "budget_defects": self.defects.get("parse.budget", 0)}
 
 
