@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import json
 import os
 import random
@@ -97,30 +98,25 @@ def _pdf_seeds() -> list[Seed]:
 
 
 def load_seeds(max_seed_bytes: int) -> dict[str, list[Seed]]:
-    from ingest.documents import parse_file
+    """The shared files by the parser their bytes go to (`ingest.parsers.sniff`, as parse_file decides)."""
+    from ingest.parsers.sniff import sniff
 
     seeds: dict[str, list[Seed]] = {p: [] for p in PARSERS}
     for path in sorted(SHARED.rglob("*")):
-        if not path.is_file() or path.stat().st_size > max_seed_bytes:
+        if not path.is_file() or path.stat().st_size > max(max_seed_bytes, 4 << 20):
             continue
         rel = path.relative_to(SHARED).as_posix()
+        data = path.read_bytes()
         if path.name == "nerdm.json":
-            seeds["nerdm"].append(Seed("nerdm", rel, path.read_bytes()))
-            continue
-        if rel.startswith("schemas/"):
-            if path.suffix == ".xsd":
-                seeds["xml"].append(Seed("xml", rel, path.read_bytes()))
-            continue
-        parsed = parse_file(path, rel)
-        if parsed is None:
-            continue
-        fmt = parsed.format
-        fmt = "xlsx" if fmt.endswith("xlsx") else fmt
-        if fmt in seeds:
-            data = path.read_bytes()
-            if fmt == "release_summary" and len(data) > 64 << 10:  # the real summaries are 0.8 MB: keep a head
-                cut = data.rfind(b"</tr>", 0, 48 << 10)
-                data = data[: cut + 5] + b"</table></td></tr></table></body></html>\n"
+            fmt = "nerdm"
+        elif rel.startswith("schemas/"):
+            fmt = "xml" if path.suffix == ".xsd" else ""
+        else:
+            fmt = sniff(path, data[:8192])
+        if fmt == "release_summary" and len(data) > 64 << 10:  # the real summaries are 0.8 MB: keep a head
+            cut = data.rfind(b"</tr>", 0, 48 << 10)
+            data = data[: cut + 5] + b"</table></td></tr></table></body></html>\n"
+        if fmt in seeds and len(data) <= max_seed_bytes:
             seeds[fmt].append(Seed(fmt, rel, data))
     seeds["pdf"] = _pdf_seeds()
     return seeds
@@ -171,7 +167,7 @@ def byte_mutation(rng: random.Random, data: bytes, others: list[bytes]) -> tuple
         i = _pos(rng, data)
         b[i:i] = rng.choice(TOKENS) * rng.choice([1, 1, 3, 1000])
     elif op == "number":
-        nums = list(NUMBER_RE.finditer(data))
+        nums = list(itertools.islice(NUMBER_RE.finditer(data), 100_000))
         if nums:
             m = rng.choice(nums)
             b[m.start():m.end()] = rng.choice([b"0", b"-1", b"2147483648", b"1e309", b"99999999999999999999",
@@ -364,22 +360,44 @@ def xlsx_mutation(rng: random.Random, data: bytes, others: list[bytes]) -> tuple
     return out.getvalue(), op
 
 
-STREAM_RE = re.compile(rb"stream\r?\n(.*?)\r?\nendstream", re.S)
+def _streams(data: bytes, limit: int = 200) -> list[tuple[int, int]]:
+    """(start, end) of the first `limit` stream bodies: `stream` + EOL ... EOL `endstream` (found in linear time)."""
+    out: list[tuple[int, int]] = []
+    pos = 0
+    while len(out) < limit:
+        i = data.find(b"stream", pos)
+        if i < 0:
+            break
+        start = i + 6
+        if data[start:start + 2] == b"\r\n":
+            start += 2
+        elif data[start:start + 1] in (b"\n", b"\r"):
+            start += 1
+        else:
+            pos = start
+            continue
+        j = data.find(b"endstream", start)
+        if j < 0:
+            break
+        end = j - 2 if data[j - 2:j] == b"\r\n" else j - 1 if data[j - 1:j] in (b"\n", b"\r") else j
+        out.append((start, max(start, end)))
+        pos = j + 9
+    return out
 PDF_OPS = [b"q", b"Q", b"BT", b"ET", b"1 0 0 1 10 10 cm", b"/F1 12 Tf", b"(text) Tj", b"[(a) -20 (b)] TJ", b"0 0 m",
            b"100 100 l", b"S", b"0 0 10 10 re f", b"/Im1 Do", b"/Fm1 Do", b"1 g", b"/x g", b"T*", b"(\\377) '",
            b"0.5 0 0 0.5 0 0 cm", b"BI /W 1 /H 1 /BPC 8 /CS /G ID \x00 EI", b"[", b"]", b"<<", b">>", b"99999999999 w"]
 
 
 def pdf_mutation(rng: random.Random, data: bytes, others: list[bytes]) -> tuple[bytes, str]:
-    streams = list(STREAM_RE.finditer(data))
+    streams = _streams(data)
     op = rng.choice(["bytes", "bytes", "content", "content", "bomb", "numbers", "pages"])
     if op == "content" and streams:
-        m = rng.choice(streams)
+        a, b = rng.choice(streams)
         try:
-            content = zlib.decompress(m.group(1))
+            content = zlib.decompressobj().decompress(data[a:b], 64 << 20)
             compressed = True
         except zlib.error:
-            content, compressed = m.group(1), False
+            content, compressed = data[a:b], False
         pieces = content.split(b"\n")
         for _ in range(rng.randint(1, 20)):
             i = rng.randrange(len(pieces) + 1)
@@ -387,32 +405,33 @@ def pdf_mutation(rng: random.Random, data: bytes, others: list[bytes]) -> tuple[
                            * rng.choice([1, 1, 50, 20_000])]
         new = b"\n".join(pieces)
         body = zlib.compress(new) if compressed else new
-        return data[: m.start(1)] + body + data[m.end(1):], op
+        return data[:a] + body + data[b:], op
     if op == "bomb" and streams:
-        m = rng.choice(streams)
+        a, b = rng.choice(streams)
         z = zlib.compressobj(9)
         fill = rng.choice([b"\0", b" ", b"q Q ", b"(x) Tj "]) * (1 << 18)
         size = rng.choice([1, 16, 300])  # MiB
         bomb = b"".join(z.compress(fill) for _ in range(size * 4 // max(1, len(fill) >> 18))) + z.flush()
         if rng.random() < 0.3:
             bomb = bomb[: len(bomb) // 2]  # a cut stream: pdfminer falls back to its byte-by-byte inflater
-        return data[: m.start(1)] + bomb + data[m.end(1):], op + f":{size}MiB"
+        return data[:a] + bomb + data[b:], op + f":{size}MiB"
     if op == "numbers":
-        nums = list(NUMBER_RE.finditer(data))
+        nums = list(itertools.islice(NUMBER_RE.finditer(data), 100_000))
         if nums:
             b = bytearray(data)
             for m in sorted(rng.sample(nums, min(len(nums), rng.randint(1, 5))), key=lambda m: -m.start()):
                 b[m.start():m.end()] = rng.choice([b"0", b"-1", b"99999999999", b"1e309", b"3.5", b"2147483648"])
             return bytes(b), op
     if op == "pages":
-        kids = re.search(rb"/Kids\s*\[([^\]]*)\]", data)
+        kids = re.search(rb"/Kids\s*\[([^\]]{0,10000})\]", data[: 1 << 20])
         if kids:
             refs = kids.group(1) * rng.choice([2, 100, 5000])
             return data[: kids.start(1)] + refs + data[kids.end(1):], op
     return byte_mutation(rng, data, others)
 
 
-def mutate(parser: str, data: bytes, others: list[bytes], rng: random.Random) -> tuple[bytes, list[str]]:
+def mutate(parser: str, data: bytes, others: list[bytes], rng: random.Random,
+           max_input: int = MAX_INPUT) -> tuple[bytes, list[str]]:
     ops = []
     for _ in range(rng.choice([1, 1, 1, 2, 2, 3, 4])):
         if parser == "xlsx":
@@ -430,16 +449,17 @@ def mutate(parser: str, data: bytes, others: list[bytes], rng: random.Random) ->
         else:
             data, op = line_mutation(rng, data)
         ops.append(op)
-        if len(data) > MAX_INPUT:
-            data = data[:MAX_INPUT]
+        if len(data) > max_input:
+            data = data[:max_input]
             ops.append("cut")
     return data, ops
 
 
-def make_input(seeds: list[Seed], parser: str, seed: int, index: int) -> tuple[Seed, bytes, list[str]]:
+def make_input(seeds: list[Seed], parser: str, seed: int, index: int,
+               max_input: int = MAX_INPUT) -> tuple[Seed, bytes, list[str]]:
     rng = random.Random(f"{seed}:{parser}:{index}")
     base = rng.choice(seeds)
-    data, ops = mutate(parser, base.data, [s.data for s in seeds], rng)
+    data, ops = mutate(parser, base.data, [s.data for s in seeds], rng, max_input)
     return base, data, ops
 
 
@@ -485,10 +505,11 @@ def _run_one(parser: str, path: Path, name: str) -> dict[str, Any]:
             "defects": dict(Counter(d.rule for d in parsed.defects))}
 
 
-def worker(conn: Connection, seeds: dict[str, list[Seed]], seed: int) -> None:
+def worker(conn: Connection, seeds: dict[str, list[Seed]], seed: int, max_input: int, limits: dict[str, str]) -> None:
     import logging
     import resource
 
+    os.environ.update(limits)
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     os.chdir(REPO)
     sys.path.insert(0, str(REPO))
@@ -504,7 +525,7 @@ def worker(conn: Connection, seeds: dict[str, list[Seed]], seed: int) -> None:
         if task is None:
             break
         parser, index = task
-        base, data, ops = make_input(seeds[parser], parser, seed, index)
+        base, data, ops = make_input(seeds[parser], parser, seed, index, max_input)
         folder = tmp / f"{parser}-{index}"
         folder.mkdir()
         path = folder / Path(base.name).name
@@ -562,7 +583,8 @@ class Stats:
             self.grew_mib, self.heaviest = grew, where
 
     def summary(self) -> dict[str, Any]:
-        return {"parser": self.parser, "inputs": self.inputs, "crashes": len(self.crashes),
+        return {"parser": self.parser, "inputs": self.inputs, "total_seconds": round(sum(self.seconds), 1),
+                "crashes": len(self.crashes),
                 "timeouts": len(self.timeouts), "max_seconds": round(self.max_seconds, 3),
                 "median_seconds": round(statistics.median(self.seconds), 4) if self.seconds else 0.0,
                 "peak_mib": round(self.peak_mib, 1), "grew_mib": round(self.grew_mib, 1), "slowest": self.slowest,
@@ -573,14 +595,16 @@ class Stats:
 class Pool:
     """Worker processes, each running one input at a time; one that passes the time limit is killed and replaced."""
 
-    def __init__(self, jobs: int, seeds: dict[str, list[Seed]], seed: int) -> None:
+    def __init__(self, jobs: int, seeds: dict[str, list[Seed]], seed: int, max_input: int,
+                 limits: dict[str, str]) -> None:
         self.ctx = get_context("spawn")
-        self.seeds, self.seed = seeds, seed
+        self.seeds, self.seed, self.max_input, self.limits = seeds, seed, max_input, limits
         self.workers: list[dict[str, Any]] = [self._start() for _ in range(jobs)]
 
     def _start(self) -> dict[str, Any]:
         parent, child = self.ctx.Pipe()
-        proc = self.ctx.Process(target=worker, args=(child, self.seeds, self.seed), daemon=True)
+        proc = self.ctx.Process(target=worker, args=(child, self.seeds, self.seed, self.max_input, self.limits),
+                                daemon=True)
         proc.start()
         child.close()
         return {"proc": proc, "conn": parent, "task": None, "since": 0.0}
@@ -634,34 +658,38 @@ class Pool:
 
 
 def run(per_parser: int, seed: int = 0, timeout: float = 60.0, jobs: int = 2, parsers: tuple[str, ...] = PARSERS,
-        max_seed_bytes: int = 1 << 20, save: Path | None = None, progress: bool = False) -> dict[str, Any]:
-    """Fuzz `per_parser` inputs for each parser; the summary per parser, and every crash and timeout."""
+        max_seed_bytes: int = 1 << 20, save: Path | None = None, progress: bool = False,
+        max_input: int = MAX_INPUT, limits: dict[str, str] | None = None) -> dict[str, Any]:
+    """Fuzz `per_parser` inputs for each parser; the summary per parser, and every crash and timeout. `max_input`
+    caps the size of a mutated input and `limits` sets `VOE_LIMIT_*` in the workers (the quick profile keeps inputs
+    and budgets small); by default the workers parse under the default budgets."""
     sys.path.insert(0, str(REPO))
     seeds = load_seeds(max_seed_bytes)
     stats = {p: Stats(p) for p in parsers if seeds.get(p)}
     tasks = [(p, i) for i in range(per_parser) for p in stats]  # interleaved: a slow parser does not starve the rest
-    pool = Pool(jobs, {p: seeds[p] for p in stats}, seed)
+    pool = Pool(jobs, {p: seeds[p] for p in stats}, seed, max_input, dict(limits or {}))
     done = [0]
     start = time.monotonic()
 
     def on_result(parser: str, index: int, result: dict[str, Any]) -> None:
         if "seed_file" not in result:  # the worker was killed: say what the input was
-            base, data, ops = make_input(seeds[parser], parser, seed, index)
+            base, data, ops = make_input(seeds[parser], parser, seed, index, max_input)
             result.update(seed_file=base.name, ops=ops, size=len(data))
         stats[parser].add(index, result)
         if result["outcome"] in ("crash", "timeout") and save is not None:
-            base, data, ops = make_input(seeds[parser], parser, seed, index)
+            base, data, ops = make_input(seeds[parser], parser, seed, index, max_input)
             save.mkdir(parents=True, exist_ok=True)
             (save / f"{parser}-{index}-{Path(base.name).name}").write_bytes(data)
         done[0] += 1
-        if progress and done[0] % 500 == 0:
+        if progress and done[0] % 200 == 0:
             print(f"  {done[0]}/{len(tasks)} inputs, {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
 
     try:
         pool.run(tasks, timeout, on_result)
     finally:
         pool.close()
-    return {"seed": seed, "per_parser": per_parser, "timeout": timeout, "jobs": jobs,
+    return {"seed": seed, "per_parser": per_parser, "timeout": timeout, "jobs": jobs, "max_input": max_input,
+            "limits": dict(limits or {}),
             "seconds": round(time.monotonic() - start, 1),
             "seeds": {p: [s.name for s in seeds[p]] for p in stats},
             "parsers": [stats[p].summary() for p in stats],
@@ -677,6 +705,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--parsers", default=",".join(PARSERS))
     ap.add_argument("--max-seed-bytes", type=int, default=1 << 20, help="seeds larger than this are left out")
+    ap.add_argument("--max-input", type=int, default=MAX_INPUT, help="mutated inputs are cut to this many bytes")
     ap.add_argument("--save", type=Path, default=Path(tempfile.gettempdir()) / "voe-fuzz-failures")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -685,7 +714,7 @@ def main() -> int:
     if unknown:
         ap.error(f"unknown parser(s) {sorted(unknown)}; known: {', '.join(PARSERS)}")
     report = run(args.per_parser, args.seed, args.timeout, args.jobs, parsers, args.max_seed_bytes, args.save,
-                 progress=not args.json)
+                 progress=not args.json, max_input=args.max_input)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

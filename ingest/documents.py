@@ -7,7 +7,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ingest.limits import LOG, BudgetExceeded, Budgets, current, printable
-from ingest.parsers.model import FileDefect, Parsed, Role
+from ingest.parsers.model import Fact, FileDefect, Parsed, Role
 from ingest.parsers.sniff import EXPECTED_BY_EXTENSION, sniff
 
 HEAD_BYTES = 8192
@@ -99,8 +99,22 @@ def _hold_to_budgets(parsed: Parsed, budgets: Budgets) -> None:
             "parse.budget", f"stopped after {limit} facts (budget facts_per_file); facts after {last} are not located"))
     width = budgets.field_length
     long = [f for f in parsed.facts if len(f.text) > width]
-    if not long:
-        return
+    if long:
+        _truncate(parsed, long, width)
+    # one budget defect per place (a defect's id is its kind and place): a second one there joins the first
+    first: dict[str | None, FileDefect] = {}
+    kept = []
+    for d in parsed.defects:
+        if d.rule == "parse.budget" and d.locator in first:
+            first[d.locator].detail += f"; {d.detail}"
+            continue
+        if d.rule == "parse.budget":
+            first[d.locator] = d
+        kept.append(d)
+    parsed.defects[:] = kept
+
+
+def _truncate(parsed: Parsed, long: list[Fact], width: int) -> None:
     first, size = long[0].locator, len(long[0].text)
     for f in long:
         f.text = f.text[:width]

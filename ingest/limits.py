@@ -11,11 +11,11 @@ integer is an error naming the variable. Sizes accept a `K`, `M` or `G` suffix (
 |---|---|---|---|
 | `INFLATED_BYTES_PER_FILE` | 1 GiB | bytes inflated from XLSX members and PDF streams (1) | reading stops there |
 | `PDF_DECODED_BYTES` | 128 MiB | bytes decoded from a PDF's streams, all held by pdfminer (2) | the stream is not decoded (3) |
-| `PDF_TOKENS` | 2,000,000 | tokens pdfminer reads from a PDF: objects, page tree, content streams (4) | (3) |
-| `CHARS_PER_PDF` | 300,000 | characters and graphic objects laid out on a PDF's pages | (3) |
+| `PDF_TOKENS` | 1,000,000 | tokens pdfminer reads from a PDF: objects, page tree, content streams (4) | (3) |
+| `CHARS_PER_PDF` | 200,000 | characters and graphic objects laid out on a PDF's pages | (3) |
 | `TABLE_CELLS_PER_PDF` | 10,000 | PDF table cells read (5) | (3) |
 | `PAGES_PER_PDF` | 2,000 | PDF pages parsed | later pages are not parsed |
-| `CELLS_PER_WORKBOOK` | 4,000,000 | sheet XML elements of a workbook, CSV fields (6) | reading stops there |
+| `CELLS_PER_WORKBOOK` | 4,000,000 | sheet XML elements of a workbook, CSV fields, NC words (6) | reading stops there |
 | `FACTS_PER_FILE` | 200,000 | located facts (cells, lines, words, elements) | later content is not located |
 | `XML_ELEMENTS` | 1,000,000 | nodes of an XML document (7) | the rest is not read or validated |
 | `XML_DEPTH` | 64 | element nesting in XML (libxml2 itself stops at 256) | deeper elements are not located |
@@ -31,13 +31,15 @@ integer is an error naming the variable. Sizes accept a `K`, `M` or `G` suffix (
    the file is opened: the file is not parsed). A page whose ruling lines could cross more often than the table
    cells left is not searched for tables but keeps its lines and words.
 4. Every token of the file's objects, of a damaged file's fallback scan (pdfminer then reads every object) and of
-   each page's content streams (a form XObject each time it is drawn). pdfminer reads about 110k tokens per
-   second whatever they are, so this is the budget that bounds a PDF's time; 2 million is about 200 text pages.
+   each page's content streams (a form XObject each time it is drawn). pdfminer reads 60k-130k tokens per second
+   (numbers are the slowest), so this is the budget that bounds a PDF's time: about 15 s. A million tokens is
+   about 100 pages of dense text; a longer document is cut with the defect (raise `VOE_LIMIT_PDF_TOKENS`).
 5. pdfplumber's table finder costs the square of the ruling-line crossings; each cell's text is read from the
    page's characters near it.
 6. A sheet element is a cell (`c`), its value, formula or inline string, or any other element of the sheet;
    empty styled cells count. Cells checked against merged ranges count too. A CSV line counts its commas plus
-   one (an upper bound on its fields); the line that reaches the budget is cut after that field.
+   one (an upper bound on its fields); the line that reaches the budget is cut after that field. An NC program
+   counts its G/M/X/... words; an NC line is read up to `FIELD_LENGTH` characters.
 7. Each `<` that does not close a tag: elements, comments, processing instructions. Real AM Bench documents hold
    a few hundred.
 8. The value of `ingest.nerdm.MAX_JSON_DEPTH`, which the NERDm reader enforces; defined here so the two can
@@ -77,8 +79,8 @@ class Budgets:
     cells_per_workbook: int = 4_000_000
     facts_per_file: int = 200_000
     pages_per_pdf: int = 2_000
-    pdf_tokens: int = 2_000_000
-    chars_per_pdf: int = 300_000
+    pdf_tokens: int = 1_000_000
+    chars_per_pdf: int = 200_000
     table_cells_per_pdf: int = 10_000
     xml_elements: int = 1_000_000
     xml_depth: int = 64

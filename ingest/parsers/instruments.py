@@ -62,7 +62,9 @@ def thermocouple(path: Path, parsed: Parsed) -> Parsed:
     return parsed
 
 
-POWER_RE = re.compile(r"(-?\d+(?:\.\d+)?)\s*W\b", re.I)
+# a match never starts inside a run of digits (it would end where the run's own match ends), and the quantifiers
+# are possessive: a long number with no W after it is read once, not once per digit
+POWER_RE = re.compile(r"(-?(?<!\d)\d++(?:\.\d++)?+)\s*+W\b", re.I)
 
 
 def printtracker(path: Path, parsed: Parsed) -> Parsed:

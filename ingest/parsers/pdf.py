@@ -449,8 +449,18 @@ def _layout(pdf: Any, page: Any, meter: Meter) -> None:
             self._count()
             super().render_image(*args, **kwargs)
 
+    class Interpreter(PDFPageInterpreter):
+        def pop(self, n: int) -> list[Any]:
+            """pdfminer's pop, in place: pdfminer copies the whole operand stack on every operator, quadratic in a
+            content stream that pushes operands no operator takes."""
+            if n == 0:
+                return []
+            x = self.argstack[-n:]
+            del self.argstack[-n:]
+            return x
+
     device = Device(pdf.rsrcmgr, pageno=page.page_number, laparams=pdf.laparams)
-    PDFPageInterpreter(pdf.rsrcmgr, device).process_page(page.page_obj)
+    Interpreter(pdf.rsrcmgr, device).process_page(page.page_obj)
     page._layout = device.get_result()  # pdfplumber's cache of Page.layout: lines, words and tables read it
 
 

@@ -3,6 +3,7 @@ section of ISO 10303-21 (STEP) files. Plain text files get one fact per non-empt
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 
@@ -12,7 +13,8 @@ from ingest.parsers.sniff import decode_text
 from ingest.parsers.tabular import split_unit
 
 COMMENT_RE = re.compile(r"\(([^()]*)\)")
-PARAM_RE = re.compile(r"^\s*/?\d*\s*#(?P<var>\d+)\s*=\s*(?P<value>-?(?:\d+\.?\d*|\.\d+))(?![\d.])")
+# possessive (`*+`): the same matches, without backtracking quadratically over a long run of spaces or digits
+PARAM_RE = re.compile(r"^\s*+/?\d*+\s*+#(?P<var>\d++)\s*+=\s*+(?P<value>-?(?:\d++(?:\.\d*+)?+|\.\d++))(?![\d.])")
 WORD_RE = re.compile(r"(?<![A-Z#])([GMTFSXYZIJKRPQHDE])(-?\d+(?:\.\d*)?)")
 
 
@@ -54,32 +56,42 @@ def parse_nc(data: bytes) -> Parsed:
     commands: dict[str, int] = {}
     params = []
     text = decode_text(data)
-    room = Meter().room("facts_per_file")
+    meter = Meter()
+    room = meter.room("facts_per_file")
+    words_left = meter.room("cells_per_workbook")
+    width = meter.limit("field_length")
     for n, line in enumerate(iter_lines(text), start=1):
         if not line.strip():
             continue
-        comments = COMMENT_RE.findall(line)
-        code = COMMENT_RE.sub(" ", line)
+        head = line[:width]  # a longer line is read up to field_length (its fact text is cut there too)
+        comments = COMMENT_RE.findall(head)
+        code = COMMENT_RE.sub(" ", head)
         words = [f"{a}{b}" for a, b in WORD_RE.findall(code.upper())]
+        m = PARAM_RE.match(head)
+        if not m and not words and not comments:
+            continue
+        words_left -= len(words)
+        if room == 0 or words_left < 0:
+            if room == 0:
+                _stopped(parsed, n)
+            else:
+                parsed.defects.append(FileDefect(
+                    "parse.budget", f"stopped after {meter.limit('cells_per_workbook')} words (budget "
+                    f"cells_per_workbook); line L{n} and later lines are not located", f"L{n}"))
+            break
+        room -= 1
         for w in words:
             if w[0] in "GM":
-                key = w[0] + str(int(float(w[1:]))) if w[1:].replace(".", "").lstrip("-").isdigit() else w
+                number = float(w[1:]) if w[1:].replace(".", "").lstrip("-").isdigit() else None
+                key = w[0] + str(int(number)) if number is not None and math.isfinite(number) else w
                 commands[key] = commands.get(key, 0) + 1
         name = unit = None
         value: object = None
-        if m := PARAM_RE.match(line):
+        if m:
             value = float(m.group("value"))
             label = comments[0].split(":", 1)[-1].strip() if comments else f"#{m.group('var')}"
             name, unit = split_unit(label)
             params.append({"variable": f"#{m.group('var')}", "name": name, "value": value, "unit": unit, "line": n})
-        elif not words and not comments:
-            continue
-        if room == 0:
-            if params and params[-1]["line"] == n:
-                params.pop()
-            _stopped(parsed, n)
-            break
-        room -= 1
         parsed.facts.append(Fact("line", f"L{n}", line, name, unit, value, Role.PROCESS_RECORD,
                                  {"line": n, "words": words, "comment": " ".join(c.strip() for c in comments) or None}))
     first_comment = next((f.extra["comment"] for f in parsed.facts if f.extra.get("comment")), None)
@@ -88,6 +100,9 @@ def parse_nc(data: bytes) -> Parsed:
     return parsed
 
 
+# a quoted STEP string ('' is a quote inside it); possessive, so a header full of quotes is read in linear time
+# (an unterminated string no longer ends at an earlier doubled quote)
+STRING_RE = re.compile(r"'((?:[^']++|'')*+)'")
 HEADER_ENTITY_RE = re.compile(r"^\s*(FILE_DESCRIPTION|FILE_NAME|FILE_SCHEMA)\s*\(", re.M)
 
 
@@ -113,7 +128,7 @@ def parse_step(data: bytes) -> Parsed:
         if line.rstrip().endswith(";"):
             text = " ".join(buffer)
             name = text.split("(", 1)[0].strip()
-            values = re.findall(r"'((?:[^']|'')*)'", text)
+            values = STRING_RE.findall(text)
             header[name] = values
             span = "\n".join(lines[entity_start : i + 1])
             parsed.facts.append(Fact("step_header", f"L{entity_start + 1}-L{i + 1}", span, name.lower(), None,

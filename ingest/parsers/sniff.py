@@ -17,7 +17,7 @@ EXPECTED_BY_EXTENSION = {
     ".pdf": "pdf", ".xlsx": "xlsx", ".xlsm": "xlsx", ".csv": "csv", ".xml": "xml", ".xsd": "xml",
     ".step": "step", ".stp": "step", ".eia": "nc", ".nc": "nc", ".gcode": "nc", ".json": "json",
 }
-NUMBER_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+NUMBER_RE = re.compile(r"^[+-]?(?:\d++(?:\.\d*+)?+|\.\d++)(?:[eE][+-]?\d++)?+$")  # possessive: linear on long digits
 # An AM Bench release file summary: an HTML document whose <h1> reads "Release File Summary: A to B".
 RELEASE_TITLE_RE = re.compile(r"Release File Summary: (\d+(?:\.\d+)*) to (\d+(?:\.\d+)*)")
 RELEASE_HEAD_RE = re.compile(rb"(?i:<!DOCTYPE html[^>]*>\s*)?(?i:<html)[\s>].*?(?i:<h1>)\s*Release File Summary: "

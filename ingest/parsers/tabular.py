@@ -8,6 +8,7 @@ import csv
 import datetime as dt
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,38 @@ from ingest.parsers.sniff import decode_text, text_encoding
 UNIT_RE = re.compile(r"^(?P<name>.*?)\s*[\(\[]\s*(?P<unit>[^()\[\]]{1,24}?)\s*[\)\]]\s*$")
 
 
+@lru_cache(maxsize=1024)
 def split_unit(header: str) -> tuple[str, str | None]:
-    """`diameter (mm)` -> (`diameter`, `mm`); `Time(s)` -> (`Time`, `s`); no unit -> (header, None)."""
-    match = UNIT_RE.match(header.strip())
-    if match and match.group("name"):
-        return match.group("name").strip(), match.group("unit").strip()
-    return header.strip(), None
+    """`diameter (mm)` -> (`diameter`, `mm`); `Time(s)` -> (`Time`, `s`); no unit -> (header, None).
+
+    What UNIT_RE matches, worked out in one pass (the regex backtracks quadratically over a long run of spaces,
+    and a header is split once per cell of its column): the unit sits between the last opening bracket and the
+    closing bracket that ends the header."""
+    h = header.strip()
+    if not h or h[-1] not in ")]":
+        return h, None
+    opening = max(h.rfind("(", 0, len(h) - 1), h.rfind("[", 0, len(h) - 1))
+    if opening <= 0 or any(ch in "()[]" for ch in h[opening + 1:-1]):
+        return h, None
+    k = opening
+    while k > 0 and h[k - 1] in _RE_SPACE:
+        k -= 1
+    name = h[:k]
+    if not name or "\n" in name:
+        return h, None
+    inner = h[opening + 1:-1]
+    lead = len(inner) - len(inner.lstrip(_RE_SPACE))
+    core = inner[lead:].rstrip(_RE_SPACE)
+    if not core:
+        unit = inner[-1:] if inner else None  # `( )`: the regex gives its last space back to the unit
+    else:
+        unit = core if len(core) <= 24 else None
+    if unit is None:
+        return h, None
+    return name.strip(), unit.strip()
+
+
+_RE_SPACE = "".join(chr(c) for c in range(0x3100) if re.match(r"\s", chr(c)))  # what `\s` matches (none above)
 
 
 def cell_text(value: Any) -> str:
