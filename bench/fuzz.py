@@ -293,7 +293,9 @@ def json_mutation(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     elif op == "dup":
         comps = doc.get("components") if isinstance(doc, dict) else None
         if isinstance(comps, list) and comps:
-            comps.extend(rng.choice(comps) for _ in range(rng.choice([1, 100, 3000])))
+            # at most about MAX_INPUT of copies: a component made huge by an earlier mutation is copied once
+            count = min(rng.choice([1, 100, 3000]), max(1, MAX_INPUT * len(comps) // max(1, len(data))))
+            comps.extend(rng.choice(comps) for _ in range(count))
     elif op == "nest":
         v: Any = parent[key]
         for _ in range(rng.choice([50, 600, 3000])):

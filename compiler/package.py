@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from compiler.gate import GateReport, run_gate
 from compiler.models import EvidenceObject, Family, Manifest, TaskAnswer, TaskView
 from compiler.moments import find_moments, load_catalog, materialize
+from ingest.loader import settle
 from voe import __version__
 from voe.errors import InputError
 from voe.graph import EdgeRow, Graph, NodeRow
@@ -51,6 +52,7 @@ def _jsonl(models: list[Any]) -> bytes:
 
 
 def compile_package(graph: Graph, out: Path) -> CompileSummary:
+    settle(graph)  # a record being swapped in by an ingest is read once it is whole
     cat = load_catalog(graph)
     moments = find_moments(graph, cat)
     pairs = sorted((materialize(m, cat) for m in moments), key=lambda p: p[0].task_id)

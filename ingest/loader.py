@@ -1,54 +1,122 @@
-"""Write one record's subgraph atomically, then drop what a previous ingest left behind."""
+"""Write one record's subgraph so that readers see the previous complete version or the new one, never a mix.
+
+A record of up to SINGLE_TX_ELEMENTS nodes and edges is one transaction. A larger one is written in
+committed chunks whose size follows the server's transaction memory (halved and retried when Neo4j
+refuses a chunk for memory). A chunked write is invisible until its last step:
+
+- a first ingest writes the record under its own ids, `ingest_state: "writing"`, then marks it
+  `complete`;
+- a replacement (same record id, another stamp) writes the new version beside the old one, its
+  record-owned nodes under `staged:` ids, while the old one stays `complete` and readable. The swap then
+  marks the old Record `superseded` and the staged one `swapping` in one transaction (the commit point),
+  deletes the old version's nodes, renames the staged ones to their real ids and marks the record
+  `complete`. Readers (`settle`) wait for a live swap and finish a dead one.
+
+Every writing or swapping Record carries its writer's lease (host:pid and start); `clean_stale` removes
+what a dead writer left before the commit point and finishes a swap a dead writer left after it.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from neo4j.exceptions import Neo4jError
 
 from ingest.nerdm import RecordGraph
+from voe.errors import GraphBusy
 from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow, WriteCounts
+from voe.ontology import Label
 
 Late = Callable[[], tuple[list[NodeRow], list[EdgeRow]]]
+log = logging.getLogger(__name__)
 
-# Neo4j holds a transaction's state in heap (70% of it by default). Up to this many nodes+edges a record
-# is written in one transaction; beyond it, in committed chunks with a cleanup on failure (see below).
+# Neo4j holds a transaction's state in heap (70% of it by default, shared by all open transactions). Up to
+# this many nodes+edges a record is written in one transaction; beyond it (or when the server refuses the
+# one transaction for memory), in committed chunks.
 SINGLE_TX_ELEMENTS = 150_000
+CHUNK_ELEMENTS = 50_000  # the first chunk size; halved on MemoryPoolOutOfMemoryError down to MIN_CHUNK
+MIN_CHUNK = 500
+RETRIES = 6  # a write that meets a concurrent one's lock or deletion is run again this many times at most
+NODE_WRITERS = 2
 WRITER = f"{socket.gethostname()}:{os.getpid()}"
 STALE_AFTER_S = 6 * 3600  # a writer on another host is presumed dead after this long
-CHUNK_ELEMENTS = 50_000
-NODE_WRITERS = 2
+STAGED = "staged:"
+SETTLE_TIMEOUT_S = 1800.0
+# test hook: `VOE_FAULT_AT=<step>` kills this process (SIGKILL) when the chunked write reaches that step
+FAULT_STEPS = ("lease", "nodes", "files", "edges", "late", "commit", "deleted_old", "renamed")
+
+
+def _fault(step: str) -> None:
+    if os.environ.get("VOE_FAULT_AT") == step:
+        os.kill(os.getpid(), 9)
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, Neo4jError) and "MemoryPoolOutOfMemoryError" in (exc.code or "")
 
 
 def write_record(graph: Graph, rg: RecordGraph, late: Late | None = None) -> WriteCounts:
-    """Write the record so that it lands whole or not at all.
+    """Write the record so that it lands whole or not at all, and a version it replaces stays readable
+    until the new one commits.
 
     Nodes owned by the record carry `record_id` and `ingest_stamp` (a hash of the inputs and the rule
-    set); so do its edges. Re-ingesting the same inputs writes the same stamp and changes nothing;
-    changed inputs write a new stamp and the record's nodes and edges still carrying the old one are
-    deleted. `late` yields rows computed while the first rows were being written (schema defects).
-
-    Up to SINGLE_TX_ELEMENTS everything, pruning included, is one transaction. A larger record is
-    written in committed chunks, its Record node marked `ingest_state: "writing"` until the final
-    transaction (pruning, `ingest_state: "complete"`); if any chunk fails, every node of the record is
-    deleted before the error propagates, so no half-written record stays behind.
-
-    The first read of the (first) transaction sets `rg.previous_stamp` / `rg.previous_state`: what the graph
-    held under this record id before, so the caller can say whether the ingest replaced or left it unchanged.
+    set); so do its edges. Re-ingesting the same inputs changes nothing; changed inputs replace the record
+    and drop what only the old stamp produced. `late` yields rows computed while the first rows were
+    being written (schema defects). Sets `rg.previous_stamp` / `rg.previous_state`: what the graph held
+    under this record id before. Raises GraphBusy when a live ingest is writing the same record.
     """
     if len(rg.nodes) + len(rg.edges) <= SINGLE_TX_ELEMENTS:
-        with graph.writer() as w:
-            _previous(w, rg)
-            _write(w, rg.nodes, rg.edges)
-            if late is not None:
-                _write(w, *late())
-            _finish(w, rg)
-        return w.counts
+        cached: list[tuple[list[NodeRow], list[EdgeRow]]] = []
+
+        def late_rows() -> tuple[list[NodeRow], list[EdgeRow]]:
+            if not cached and late is not None:
+                cached.append(late())
+            return cached[0] if cached else ([], [])
+
+        def one_transaction() -> WriteCounts:
+            with graph.writer() as w:
+                _previous(w, rg)
+                _refuse_if_busy(w, rg)
+                _write(w, rg.nodes, rg.edges)
+                _write(w, *late_rows())
+                _finish(w, rg)
+            return w.counts
+
+        try:
+            return _retrying(one_transaction)
+        except Neo4jError as exc:
+            if not _out_of_memory(exc):
+                raise
+            log.info("%s: one transaction is too large for the server's memory; writing it in chunks", rg.record_id)
+        return _write_chunked(graph, rg, late_rows)
     return _write_chunked(graph, rg, late)
 
 
-def _write(w: GraphWriter, nodes: list[NodeRow], edges: list[EdgeRow]) -> None:
+def _retrying(commit: Callable[[], WriteCounts]) -> WriteCounts:
+    """Run a write transaction again when a concurrent one got in its way: a deadlock or another transient
+    conflict, or a node it had matched that another ingest's orphan pruning deleted before it wrote
+    (EntityNotFound). The writes are idempotent upserts, so running one again is safe."""
+    for attempt in range(RETRIES):
+        try:
+            return commit()
+        except Neo4jError as exc:
+            code = exc.code or ""
+            conflict = code == "Neo.ClientError.Statement.EntityNotFound" or (
+                code.startswith("Neo.TransientError.") and not _out_of_memory(exc))
+            if not conflict or attempt == RETRIES - 1:
+                raise
+            log.info("write conflict with another transaction (%s); trying again", code)
+            time.sleep(0.05 * 2 ** attempt)
+    raise AssertionError("unreachable")
+
+
+def _write(w: GraphWriter, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow]) -> None:
     w.nodes(nodes)
     w.edges(edges)
 
@@ -59,6 +127,14 @@ def _previous(w: GraphWriter, rg: RecordGraph) -> None:
     rg.previous_state = held[0]["state"] if held else None
 
 
+def _refuse_if_busy(w: GraphWriter, rg: RecordGraph) -> None:
+    """A live writer (or a swap) of this record id elsewhere: leave it to finish."""
+    for row in w.run("ingest/writers_of", record_id=rg.record_id, staged=STAGED + rg.record_id):
+        if row["state"] != "complete" and _alive(row["writer"], row["age"]):
+            raise GraphBusy(f"{rg.record_id} is being written by another ingest ({row['writer']}, since "
+                            f"{row['since']}); not written, run again when it has finished")
+
+
 def _finish(w: GraphWriter, rg: RecordGraph) -> None:
     w.run("ingest/prune_record", record_id=rg.record_id, stamp=rg.stamp)
     w.run("ingest/drop_stale_labels", record_id=rg.record_id)
@@ -66,39 +142,173 @@ def _finish(w: GraphWriter, rg: RecordGraph) -> None:
     w.run("ingest/mark_complete", record_id=rg.record_id)
 
 
-def _write_chunked(graph: Graph, rg: RecordGraph, late: Late | None) -> WriteCounts:
-    total = WriteCounts()
-    try:
-        with graph.writer() as w:
-            _previous(w, rg)
-            w.run("ingest/mark_writing", record_id=rg.record_id, writer=WRITER)
-        # Node chunks touch disjoint ids, so two run at once and Neo4j uses both cores; edge chunks share
-        # endpoints (every HAS_COMPONENT locks the Record node) and run one after another.
-        def write_nodes(start: int) -> WriteCounts:
-            with graph.writer() as w:
-                w.nodes(rg.nodes[start : start + CHUNK_ELEMENTS])
+class Chunker:
+    """Writes rows in committed transactions of `size` elements; a chunk the server refuses for memory is
+    retried in halves (the size then stays halved for the rest of the record)."""
+
+    def __init__(self, graph: Graph, size: int = CHUNK_ELEMENTS) -> None:
+        self.graph, self.size, self.counts = graph, size, WriteCounts()
+
+    def write(self, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow] = (), parallel: bool = False) -> None:
+        if parallel and len(nodes) > self.size and not edges:
+            # node chunks touch disjoint ids, so two run at once and Neo4j uses both cores; they share the
+            # server's transaction memory, so each gets half a chunk
+            half = max(MIN_CHUNK, self.size // NODE_WRITERS)
+            parts = [nodes[i : i + half] for i in range(0, len(nodes), half)]
+            with ThreadPoolExecutor(max_workers=NODE_WRITERS, thread_name_prefix="voe-write") as pool:
+                for counts in pool.map(lambda p: self._commit(p, ()), parts):
+                    self.counts.merge(counts)
+            return
+        i = j = 0
+        while i < len(nodes) or j < len(edges):
+            n = min(self.size, len(nodes) - i)
+            e = min(self.size - n, len(edges) - j)
+            self.counts.merge(self._commit(nodes[i : i + n], edges[j : j + e]))
+            i, j = i + n, j + e
+
+    def _commit(self, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow]) -> WriteCounts:
+        def commit() -> WriteCounts:
+            with self.graph.writer() as w:
+                _write(w, nodes, edges)
             return w.counts
 
-        with ThreadPoolExecutor(max_workers=NODE_WRITERS, thread_name_prefix="voe-write") as pool:
-            for counts in pool.map(write_nodes, range(0, len(rg.nodes), CHUNK_ELEMENTS)):
-                total.merge(counts)
-        for start in range(0, len(rg.edges), CHUNK_ELEMENTS):
-            with graph.writer() as w:
-                w.edges(rg.edges[start : start + CHUNK_ELEMENTS])
-            total.merge(w.counts)
+        try:
+            return _retrying(commit)
+        except Neo4jError as exc:
+            total = len(nodes) + len(edges)
+            if not _out_of_memory(exc) or total <= MIN_CHUNK:
+                raise
+            self.size = max(MIN_CHUNK, min(self.size, total) // 2)
+            log.info("the server refused %d elements in one transaction for memory; chunks of %d now", total,
+                     self.size)
+            counts = WriteCounts()
+            for k in range(0, len(nodes), self.size):
+                counts.merge(self._commit(nodes[k : k + self.size], ()))
+            for k in range(0, len(edges), self.size):
+                counts.merge(self._commit((), edges[k : k + self.size]))
+            return counts
+
+
+@dataclass
+class _Rows:
+    record: NodeRow
+    nodes: list[NodeRow]
+    files: list[NodeRow]
+    file_links: list[EdgeRow]
+    edges: list[EdgeRow]
+
+
+def _stage(rg: RecordGraph, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow], staged: bool,
+           owned: set[str] | None = None) -> tuple[list[NodeRow], list[EdgeRow]]:
+    """The rows as a staged version writes them: the record's own nodes (those carrying its record id) under
+    `staged:` ids and record id; shared nodes (files, the archive) keep theirs. `owned` names the record's own
+    node ids when `nodes` are not all of them (late rows)."""
+    if not staged:
+        return list(nodes), list(edges)
+    rid = STAGED + rg.record_id
+    own = {n.id for n in nodes if n.props.get("record_id") == rg.record_id} | (owned or set())
+    out_nodes = [NodeRow(STAGED + n.id, n.labels, {**n.props, "record_id": rid}) if n.id in own else n for n in nodes]
+    out_edges = [EdgeRow(e.rel, STAGED + e.src if e.src in own else e.src, e.src_label,
+                         STAGED + e.dst if e.dst in own else e.dst, e.dst_label, e.props)
+                 if e.src in own or e.dst in own else e for e in edges]
+    return out_nodes, out_edges
+
+
+def _order(target: str, nodes: list[NodeRow], edges: list[EdgeRow]) -> _Rows:
+    """The Record first (it carries the lease), then the other nodes, then each File together with one edge
+    that points to it (so no committed File is ever unlinked, and another ingest's orphan pruning cannot take
+    it), then the remaining edges."""
+    record = next(n for n in nodes if n.id == target)
+    files = [n for n in nodes if Label.FILE in n.labels]
+    file_ids = {n.id for n in files}
+    others = [n for n in nodes if n.id != target and n.id not in file_ids]
+    first_link: dict[str, EdgeRow] = {}
+    rest = []
+    for e in edges:
+        if e.dst in file_ids and e.dst not in first_link:
+            first_link[e.dst] = e
+        else:
+            rest.append(e)
+    return _Rows(record, others, files, [first_link[f.id] for f in files if f.id in first_link], rest)
+
+
+def _write_chunked(graph: Graph, rg: RecordGraph, late: Late | None) -> WriteCounts:
+    with graph.writer() as w:
+        _previous(w, rg)
+        _refuse_if_busy(w, rg)
+    if rg.previous_state == "complete" and rg.previous_stamp == rg.stamp:
+        return WriteCounts()  # the same inputs under the same rules: the graph already holds exactly this
+    staged = rg.previous_state == "complete"
+    target = STAGED + rg.record_id if staged else rg.record_id
+    nodes, edges = _stage(rg, rg.nodes, rg.edges, staged)
+    rows = _order(target, nodes, edges)
+    chunks = Chunker(graph)
+    try:
         with graph.writer() as w:
-            if late is not None:
-                _write(w, *late())
-            _finish(w, rg)
-        total.merge(w.counts)
+            w.nodes([rows.record])
+            w.run("ingest/mark_writing", record_id=target, writer=WRITER, replaces=rg.record_id if staged else None)
+        chunks.counts.merge(w.counts)
+        _fault("lease")
+        chunks.write(rows.nodes, parallel=True)
+        _fault("nodes")
+        by_file = {e.dst: e for e in rows.file_links}
+        for k in range(0, len(rows.files), max(1, chunks.size // 2)):
+            part = rows.files[k : k + max(1, chunks.size // 2)]
+            chunks.write(part, [by_file[f.id] for f in part if f.id in by_file])
+        _fault("files")
+        chunks.write((), rows.edges)
+        _fault("edges")
+        if late is not None:
+            owned = {n.id for n in rg.nodes if n.props.get("record_id") == rg.record_id} if staged else set()
+            late_nodes, late_edges = _stage(rg, *late(), staged, owned)
+            chunks.write(late_nodes, late_edges)
+        _fault("late")
+        if not staged:
+            def finish() -> WriteCounts:
+                with graph.writer() as w:
+                    _finish(w, rg)
+                return w.counts
+
+            chunks.counts.merge(_retrying(finish))
+            return chunks.counts
     except BaseException:
-        graph.execute_implicit("ingest/delete_record", record_id=rg.record_id)
+        graph.execute_implicit("ingest/delete_record", record_id=target)
+        graph.execute("ingest/prune_orphan_files")  # files only the failed write linked
         raise
-    return total
+    with graph.writer() as w:
+        w.run("ingest/commit_swap", record_id=rg.record_id, staged=target, writer=WRITER)
+    _fault("commit")
+    chunks.counts.merge(finish_swap(graph, rg.record_id))
+    return chunks.counts
+
+
+def finish_swap(graph: Graph, record_id: str) -> WriteCounts:
+    """After the commit point: delete the old version, rename the staged one, mark it complete. Each step
+    is idempotent, so a reader or the next ingest can finish a swap whose writer died."""
+    staged = STAGED + record_id
+    state = graph.query("ingest/record_state", record_id=staged)
+    if not state:
+        return WriteCounts()
+    if state[0]["state"] == "swapping":
+        graph.execute_implicit("ingest/delete_superseded", record_id=record_id)
+        graph.execute("ingest/mark_renaming", staged=staged)
+        _fault("deleted_old")
+    graph.execute_implicit("ingest/rename_staged", staged=staged, record_id=record_id, prefix=STAGED)
+    # a shared id (a source location in bytes another record holds too) that another record wrote meanwhile:
+    # the staged node takes it over, as a direct write would have
+    graph.execute_implicit("ingest/merge_staged", staged=staged, record_id=record_id, prefix=STAGED)
+    _fault("renamed")
+    def complete() -> WriteCounts:
+        with graph.writer() as w:
+            w.run("ingest/complete_swap", staged=staged, record_id=record_id, prefix=STAGED)
+            w.run("ingest/prune_orphan_files")
+        return w.counts
+
+    return _retrying(complete)
 
 
 def _alive(writer: str | None, age: int | None) -> bool:
-    """Whether the ingest that marked a record `writing` may still be running: a process of this host that
+    """Whether the ingest that holds a record's lease may still be running: a process of this host that
     still exists, or any writer elsewhere younger than STALE_AFTER_S. No lease at all (an older voe) is dead."""
     if not writer or ":" not in writer:
         return False
@@ -117,12 +327,40 @@ def _alive(writer: str | None, age: int | None) -> bool:
 
 
 def clean_stale(graph: Graph) -> list[str]:
-    """Delete what killed or failed multi-transaction ingests left behind (records still `writing` whose
-    writer is gone). Readers never saw them (they read `complete` records only); this frees the ids and
-    the space. Returns the record ids removed."""
-    removed = []
+    """What dead writers left: a record still `writing` (before its commit point) is deleted (readers never
+    saw it; a staged version's old record is untouched); a swap past its commit point is finished. Returns the
+    record ids cleaned."""
+    cleaned = []
     for row in graph.query("ingest/stale_writers"):
-        if not _alive(row["writer"], row["age"]):
-            graph.execute_implicit("ingest/delete_record", record_id=row["record_id"])
-            removed.append(str(row["record_id"]))
-    return removed
+        if _alive(row["writer"], row["age"]):
+            continue
+        rid = str(row["record_id"])
+        if row["state"] == "writing":
+            graph.execute_implicit("ingest/delete_record", record_id=rid)
+            graph.execute("ingest/prune_orphan_files")
+        else:
+            finish_swap(graph, rid.removeprefix(STAGED))
+        cleaned.append(rid)
+    return cleaned
+
+
+def settle(graph: Graph, timeout: float = SETTLE_TIMEOUT_S, say: Callable[[str], None] | None = None) -> None:
+    """Before reading records: wait for swaps live ingests are finishing, and finish those of dead ones, so
+    a reader sees every record in one complete version."""
+    deadline = time.monotonic() + timeout
+    told: set[str] = set()
+    while True:
+        pending = [r for r in graph.query("ingest/stale_writers") if r["state"] != "writing"]
+        if not pending:
+            return
+        for row in pending:
+            rid = str(row["record_id"])
+            if not _alive(row["writer"], row["age"]):
+                finish_swap(graph, rid.removeprefix(STAGED))
+            elif rid not in told and say is not None:
+                say(f"waiting for the ingest replacing {rid.removeprefix(STAGED)} to finish its swap")
+                told.add(rid)
+        if time.monotonic() > deadline:
+            raise GraphBusy(f"records still being swapped after {timeout:.0f} s: "
+                            + ", ".join(str(r["record_id"]) for r in pending))
+        time.sleep(0.2)

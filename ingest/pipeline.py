@@ -18,7 +18,7 @@ from ingest.files import SPECIAL_NAMES, entry_kind, hash_file
 from ingest.folder import FolderBuilder, distinct_folder_ark, folder_ark
 from ingest.loader import clean_stale, write_record
 from ingest.nerdm import NERDM_FILENAME, RecordBuilder, RecordGraph, open_record
-from voe.errors import GraphUnavailable, InputError
+from voe.errors import GraphBusy, GraphUnavailable, InputError
 from voe.graph import Graph, WriteCounts, storable, storable_key
 
 REPORT_VERSION = 1
@@ -117,7 +117,7 @@ def ingest_paths(
             say("warning: no NERDm schemas found (set VOE_SCHEMA_DIR); schema validation skipped")
     graph.apply_schema()
     for rid in clean_stale(graph):
-        say(f"removed {rid}: a killed or failed ingest left it half-written")
+        say(f"cleaned {rid}: a killed or failed ingest left it unfinished")
     totals = Totals()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="voe-schema") as pool:
         for path in paths:
@@ -128,6 +128,8 @@ def ingest_paths(
                 raise
             except InputError as exc:
                 report.errors.append(IngestProblem.of(exc.path or str(path), exc.message, exc.pointer))
+            except GraphBusy as exc:
+                report.errors.append(IngestProblem.of(str(path), str(exc)))
             except Exception as exc:  # noqa: BLE001 - one path's failure must not abort the others
                 log.debug("ingest of %s failed while %s", path, stage[0], exc_info=True)
                 detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.package import load_package
+from ingest.loader import settle
 from verifiers.graph_verify import read_jsonl, verify_run
 from verifiers.metrics import TrajectoryScore, score_trajectory, summarize
 from voe.errors import InputError
@@ -23,6 +24,7 @@ def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[Traject
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise InputError(f"run.json is not a voe run record ({exc})", path=str(run_dir / "run.json")) from exc
     views, _, answers, manifest = load_package(package)
+    settle(graph)
     if manifest.content_hash != content_hash:
         raise InputError("the package changed since this run (content hash differs); re-run it", path=str(package))
     held = graph.query("verifiers/package_tasks", package=content_hash)[0]["tasks"]

@@ -38,5 +38,9 @@ class GraphUnavailable(VoeError):
     """Neo4j cannot be reached at the configured URI."""
 
 
+class GraphBusy(VoeError):
+    """Another live ingest is writing the same record; this one leaves it alone (retry when it has finished)."""
+
+
 class ServerError(VoeError):
     """The local Neo4j could not be resolved, started or stopped."""
