@@ -218,12 +218,19 @@ def xml_mutation(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     return data[:at] + b"<!-- " + b"-" * rng.choice([0, 3]) + b" --><?pi x?>" + data[at:], "comment"
 
 
+def _room(chunk: list[bytes]) -> int:
+    """How many copies of `chunk` fit in MAX_INPUT (at least one): a line an earlier mutation made huge is not
+    copied thousands of times (the mutator would need gigabytes before the input is cut back)."""
+    return max(1, MAX_INPUT // max(1, sum(len(x) + 1 for x in chunk)))
+
+
 def csv_mutation(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     lines = data.split(b"\n")
     op = rng.choice(["dup_rows", "drop_commas", "add_commas", "quote", "wide_line", "field", "bom", "newlines", "nul"])
     i = rng.randrange(len(lines))
     if op == "dup_rows":
-        lines[i:i] = lines[i:i + rng.randint(1, 20)] * rng.choice([2, 100, 5000])
+        chunk = lines[i:i + rng.randint(1, 20)]
+        lines[i:i] = chunk * min(rng.choice([2, 100, 5000]), _room(chunk))
     elif op == "drop_commas":
         lines[i] = lines[i].replace(b",", b"", rng.randint(1, 3))
     elif op == "add_commas":
@@ -249,7 +256,8 @@ def line_mutation(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     op = rng.choice(["dup_lines", "long_line", "words", "params", "parens", "step", "empty_lines"])
     i = rng.randrange(len(lines))
     if op == "dup_lines":
-        lines[i:i] = lines[i:i + rng.randint(1, 30)] * rng.choice([2, 100, 10000])
+        chunk = lines[i:i + rng.randint(1, 30)]
+        lines[i:i] = chunk * min(rng.choice([2, 100, 10000]), _room(chunk))
     elif op == "long_line":
         lines[i] = lines[i] + rng.choice([b"G1", b"X", b" ", b"(", b"a"]) * rng.choice([100, 50_000, 2 << 20])
     elif op == "words":

@@ -7,18 +7,21 @@ trajectory) and RUN/run.json. Only the reference policy is handed the verifier-o
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from compiler.models import TaskAnswer, TaskView
 from compiler.package import load_package
 from compiler.policies import NO_ANSWER, POLICIES, Policy
 from compiler.probes import PROBES
-from compiler.replay import ReplayEnv, TrajectorySummary
+from compiler.replay import ReplayEnv, StepRecord, TrajectorySummary
 from voe.errors import UsageError
 
 
@@ -32,11 +35,55 @@ class RunInfo(BaseModel):
     tasks: int
     trajectories: int
     seconds: float
+    # agent runs (compiler/agent_run.py): the sampling settings, endpoint, tokens, cost and calls
+    settings: dict[str, Any] | None = None
+    base_url: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost: float | None = None
+    calls: int | None = None
+    prompt_version: int | None = None
+
+
+UserPolicy = Callable[[TaskView, list[dict[str, Any]], random.Random], Any]
+
+
+def python_policy(spec: str) -> Policy:
+    """`MODULE:FUNCTION` as a policy. The function is called as `fn(task, history, rng)` with the
+    policy-visible TaskView, the list of its own steps so far (each: t, action, evidence_id, payload, outcome,
+    observation) and a random.Random seeded per task and pass; it returns an action object
+    (`{"action": ..., "evidence_id": ...}` or `{"action": ..., "payload": [...]}`) or its JSON text."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise UsageError(f"--policy python:{spec}: expected python:MODULE:FUNCTION")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any import failure is the user's module, say so
+        raise UsageError(f"--policy python:{spec}: cannot import {module_name} ({type(exc).__name__}: {exc})") from exc
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise UsageError(f"--policy python:{spec}: {module_name} has no callable {attr}")
+    user: UserPolicy = fn
+
+    def act(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]], rng: random.Random) -> Any:
+        return user(view, [dict(h) for h in history], rng)
+
+    return act
+
+
+def write_run_files(out: Path, steps: list[StepRecord], summaries: list[TrajectorySummary]) -> None:
+    with (out / "steps.jsonl").open("w") as fh:
+        for rec in steps:
+            fh.write(json.dumps(rec.model_dump(mode="json"), sort_keys=True) + "\n")
+    (out / "trajectories.jsonl").write_text("".join(json.dumps(s.model_dump(), sort_keys=True) + "\n"
+                                                    for s in summaries))
 
 
 def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy_fn: Policy | None = None) -> RunInfo:
     """Run `policy` (a baseline name; or any name with `policy_fn`, e.g. an agent or a scripted test policy)."""
     known = {**POLICIES, **{f"probe:{k}": v for k, v in PROBES.items()}}
+    if policy_fn is None and policy.startswith("python:"):
+        policy_fn = python_policy(policy.removeprefix("python:"))
     if policy_fn is None and policy not in known:
         raise UsageError(f"unknown policy {policy!r}; choose from {', '.join(known)}")
     views, evidence, answers, manifest = load_package(pkg)

@@ -217,6 +217,8 @@ def read_record(record_file: Path) -> tuple[dict[str, Any], bytes]:
         ) from exc
     except RecursionError as exc:  # the C decoder stops at Python's recursion limit, far beyond MAX_JSON_DEPTH
         raise InputError(too_deep, path=str(record_file)) from exc
+    except ValueError as exc:  # an integer literal beyond Python's digit limit (4,300 digits)
+        raise InputError(f"is not a JSON record voe can read: {str(exc).split(';')[0]}", path=str(record_file)) from exc
     if json_depth(doc, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise InputError(too_deep, path=str(record_file))
     if not isinstance(doc, dict):
@@ -767,7 +769,8 @@ class RecordBuilder:
                             f"{comp.filepath}: holds {content[:64]!r}, but {tcomp.filepath} declares {target_hash}",
                             path=comp.filepath)
         elif comp.checksum and comp.checksum.hash:
-            expected = hashlib.sha256(target_hash.encode("ascii")).hexdigest()
+            # a digest is hex text; one that is not (a lone surrogate even) cannot match, but must not crash
+            expected = hashlib.sha256(target_hash.encode("utf-8", "surrogatepass")).hexdigest()
             if comp.checksum.hash.lower() != expected:
                 self.defect("nerdm.sidecar.declared", cid, Label.COMPONENT, f"{ptr}/checksum/hash",
                             f"{comp.filepath}: declared sha256 {comp.checksum.hash} is not sha256 of "

@@ -291,29 +291,85 @@ def _policy_names() -> list[str]:
     return [*POLICIES, *(f"probe:{p}" for p in PROBES)]
 
 
+def _check_policy(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if value.startswith(("openai:", "python:")) and len(value.split(":", 1)[1]) > 0:
+        return value
+    if value not in _policy_names():
+        raise click.BadParameter(f"{value!r}: choose a baseline or probe ({', '.join(_policy_names())}), "
+                                 "openai:MODEL or python:MODULE:FUNCTION")
+    return value
+
+
 @cli.command("run")
 @click.argument("package", type=click.Path(path_type=Path, file_okay=False, exists=True))
-@click.option("--policy", required=True,
-              type=click.Choice(_policy_names()),
-              help="The baseline or shortcut probe to run through the replay environment.")
+@click.option("--policy", required=True, callback=_check_policy,
+              help="A baseline or shortcut probe (" + ", ".join(_policy_names()) + "), openai:MODEL (any "
+                   "OpenAI-compatible endpoint) or python:MODULE:FUNCTION (your own policy).")
 @click.option("--passes", default=1, show_default=True, type=click.IntRange(1), help="Replicate passes over every task.")
-@click.option("--seed", default=0, show_default=True, help="Seed for the random policy (per task and pass).")
+@click.option("--seed", default=0, show_default=True,
+              help="Seed for the random policy and python: policies (per task and pass); sent to the model as "
+                   "`seed` where the server honours it.")
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Run folder: steps.jsonl, trajectories.jsonl, run.json.")
+              help="Run folder: steps.jsonl, trajectories.jsonl, run.json (agents also transcripts.jsonl, "
+                   "timing.jsonl, parts/ and responses/).")
+@click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 (default: "
+                                 "OPENAI_BASE_URL, else the OpenAI API). The key comes from OPENAI_API_KEY.")
+@click.option("--protocol", type=click.Choice(["tools", "json"]), default="tools", show_default=True,
+              help="tools: one function per action; json: one JSON object per turn.")
+@click.option("--response-format", "response_format", type=click.Choice(["json_schema", "json_object", "none"]),
+              default="json_schema", show_default=True,
+              help="With --protocol json: how the reply format is requested (servers differ).")
+@click.option("--temperature", default=0.0, show_default=True, type=float,
+              help="Sampling temperature sent to the model (recorded in run.json).")
+@click.option("--max-tokens", type=click.IntRange(1), help="Longest reply the model may write, in tokens.")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1),
+              help="Trajectories in flight at once (the output does not depend on it).")
+@click.option("--max-requests", type=click.IntRange(0), help="Stop cleanly after this many API calls (cache hits "
+                                                              "are free).")
+@click.option("--max-cost", type=float, help="Stop cleanly once this much (USD, from --prices) is spent.")
+@click.option("--prices", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help='Price table JSON {model: {"input_per_mtok": USD, "output_per_mtok": USD}} (or VOE_PRICES).')
+@click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per API call.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted agent run in --out where it stopped.")
+@click.option("--no-cache", "no_cache", is_flag=True,
+              help="Do not reuse answers from the shared response cache (VOE_CACHE_DIR/llm).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run info as JSON.")
-def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, as_json: bool) -> None:
-    """Run a baseline or a shortcut probe over every task of a package through the replay environment.
+def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_url: str | None, protocol: str,
+            response_format: str, temperature: float, max_tokens: int | None, concurrency: int,
+            max_requests: int | None, max_cost: float | None, prices: Path | None, timeout: float, resume: bool,
+            no_cache: bool, as_json: bool) -> None:
+    """Run a policy over every task of a package through the replay environment.
 
     One JSON line per step (steps.jsonl) and one summary per trajectory (trajectories.jsonl).
-    Only the reference policy reads the verifier-only answers.
+    Only the reference policy reads the verifier-only answers. An agent run (openai:MODEL) also
+    records every conversation (transcripts.jsonl) and can be interrupted and resumed.
     """
-    from compiler.run import run_policy
+    if policy.startswith("openai:"):
+        from compiler.agent_run import run_agent
+        from compiler.llm import Settings, load_prices
 
-    info = run_policy(package, policy, passes, seed, out)
-    if as_json:
-        _emit_json(info.model_dump())
+        settings = Settings(model=policy.removeprefix("openai:"), temperature=temperature, max_tokens=max_tokens,
+                            seed=seed, protocol=protocol, response_format=response_format)
+
+        def progress(done: int, total: int) -> None:
+            if not as_json and (done == total or done % 10 == 0):
+                click.echo(f"  {done}/{total} trajectories", err=True)
+
+        info = run_agent(package, settings.model, out, passes=passes, seed=seed, base_url=base_url,
+                         settings=settings, concurrency=concurrency, max_requests=max_requests, max_cost=max_cost,
+                         prices=load_prices(prices), resume=resume, use_cache=not no_cache, timeout=timeout,
+                         progress=progress)
     else:
-        click.echo(f"{info.run_id}: {info.trajectories} trajectories in {info.seconds} s -> {out}")
+        from compiler.run import run_policy
+
+        info = run_policy(package, policy, passes, seed, out)
+    if as_json:
+        _emit_json(info.model_dump(exclude_none=True))
+    else:
+        extra = f", {info.calls} model calls, {info.tokens_in}+{info.tokens_out} tokens" if info.calls is not None else ""
+        if info.cost is not None:
+            extra += f", cost {info.cost}"
+        click.echo(f"{info.run_id}: {info.trajectories} trajectories in {info.seconds} s{extra} -> {out}")
 
 
 @cli.command("score")

@@ -434,3 +434,31 @@ def test_a_symlinked_nerdm_json_inside_a_folder_is_not_followed(graph: Graph, ar
     [err] = report.errors
     assert err.path == str(folder / "nerdm.json") and "symbolic link" in err.message and report.exit_code == 2
     assert [r.ark for r in report.per_record] == [GOOD]
+
+
+# -- found by the long fuzz profile (bench/fuzz.py) ------------------------------------------------
+
+def test_a_declared_digest_with_a_lone_surrogate_is_compared_not_crashed_on(graph: Graph, archives: Path,
+                                                                             tmp_path: Path) -> None:
+    """A checksum file describes a component whose declared digest is not hex text: the sidecar's declared
+    digest cannot match it (a defect), and nothing crashes."""
+    def mutate(d: dict[str, Any]) -> None:
+        sidecar = next(c for c in d["components"] if "describes" in c)
+        target = next(c for c in d["components"] if c["@id"] == sidecar["describes"])
+        target["checksum"]["hash"] = "\udc80" + target["checksum"]["hash"]
+
+    report = _ingest_with_good(graph, archives, _record(archives, tmp_path, "digest", mutate, source="mds2-4103"))
+    assert report.errors == [] and report.exit_code == 0
+    assert any(d["rule"] == "nerdm.sidecar.declared" for d in _defects(graph, "sidecar_checksum_mismatch"))
+
+
+def test_an_integer_of_thousands_of_digits_is_a_clean_input_error(graph: Graph, archives: Path,
+                                                                  tmp_path: Path) -> None:
+    bad = tmp_path / "digits"
+    bad.mkdir()
+    text = (archives / "mds2-3842" / "nerdm.json").read_text(encoding="utf-8-sig")
+    (bad / "nerdm.json").write_text(text.replace('"size": ', '"size": ' + "9" * 5000, 1))
+    report = _ingest_with_good(graph, archives, bad)
+    assert report.exit_code == 2
+    [err] = report.errors
+    assert err.path == str(bad / "nerdm.json") and "Exceeds the limit (4300 digits)" in err.message

@@ -1,0 +1,164 @@
+"""`voe run --policy openai:MODEL`: every (pass, task) of a package as one trajectory of the model, with
+bounded concurrency, a budget, and resume.
+
+Each finished trajectory is written at once to RUN/parts/NNNNNN.json (atomically); the run's files are
+assembled from the parts in (pass, task) order when all are done, so they are the same bytes whatever the
+concurrency and however often the run was interrupted and resumed. A trajectory cut off mid-way is played
+again on resume from the run's own response cache (RUN/responses), so it ends as it would have. Timing
+(latency, cached calls) goes to timing.jsonl and run.json's `seconds` only: those are the files that vary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from compiler.agent import PROMPT_VERSION, Transcript, episode
+from compiler.llm import Budget, BudgetExhausted, ChatClient, LLMError, Price, ResponseCache, Settings, default_cache_dir
+from compiler.models import TaskView
+from compiler.package import load_package
+from compiler.replay import ReplayEnv, StepRecord, TrajectorySummary
+from compiler.run import RunInfo, write_run_files
+from voe.errors import UsageError, VoeError
+
+
+class RunPlan(BaseModel):
+    """What a run is: written when it starts; `--resume` continues only the same plan."""
+
+    run_id: str
+    policy: str
+    package: str
+    content_hash: str
+    passes: int
+    seed: int
+    settings: Settings
+    base_url: str | None
+    prompt_version: int = PROMPT_VERSION
+
+
+class Part(BaseModel):
+    index: int
+    steps: list[StepRecord]
+    summary: TrajectorySummary
+    transcript: Transcript
+
+
+class RunStopped(VoeError):
+    """The run stopped before every trajectory finished (budget, API failures); what finished is kept."""
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def _load_parts(parts: Path, count: int) -> dict[int, Part]:
+    done: dict[int, Part] = {}
+    for path in sorted(parts.glob("*.json")):
+        try:
+            part = Part.model_validate_json(path.read_text())
+        except ValueError:
+            continue  # a part cut short by a kill is played again
+        if 0 <= part.index < count:
+            done[part.index] = part
+    return done
+
+
+def run_agent(pkg: Path, model: str, out: Path, *, passes: int = 1, seed: int = 0, base_url: str | None = None,
+              settings: Settings | None = None, concurrency: int = 4, max_requests: int | None = None,
+              max_cost: float | None = None, prices: dict[str, Price] | None = None, resume: bool = False,
+              use_cache: bool = True, cache_dir: Path | None = None, max_attempts: int = 8,
+              backoff_s: float = 0.5, timeout: float = 120.0,
+              progress: Any = None) -> RunInfo:
+    views, evidence, _, manifest = load_package(pkg)
+    settings = settings or Settings(model=model)
+    policy = f"openai:{model}"
+    run_id = f"run:{policy}:{manifest.content_hash[:12]}:s{seed}:p{passes}"
+    plan = RunPlan(run_id=run_id, policy=policy, package=str(pkg.resolve()), content_hash=manifest.content_hash,
+                   passes=passes, seed=seed, settings=settings, base_url=base_url or os.environ.get("OPENAI_BASE_URL"))
+    out.mkdir(parents=True, exist_ok=True)
+    plan_path, parts_dir = out / "run.plan.json", out / "parts"
+    if plan_path.exists():
+        held = RunPlan.model_validate_json(plan_path.read_text())
+        if not resume:
+            raise UsageError(f"{out} holds a run already ({held.run_id}); continue it with --resume or choose "
+                             "another --out")
+        if held.model_dump(exclude={"base_url"}) != plan.model_dump(exclude={"base_url"}):
+            raise UsageError(f"{out} holds another run ({held.policy}, {held.settings.model_dump()}); --resume "
+                             "continues only the same package, model, settings, passes and seed")
+    elif resume and (out / "run.json").exists():
+        raise UsageError(f"{out} holds a finished run that is not an agent run; nothing to resume")
+    _atomic_write(plan_path, plan.model_dump_json(indent=2) + "\n")
+    parts_dir.mkdir(exist_ok=True)
+    units = [(p, view) for p in range(passes) for view in views]
+    done = _load_parts(parts_dir, len(units))
+    started = time.perf_counter()
+    budget = Budget(max_requests=max_requests, max_cost=max_cost)
+    failures: dict[int, str] = {}
+    stop: list[str] = []
+
+    async def main() -> None:
+        client = ChatClient(settings, plan.base_url, cache=ResponseCache(cache_dir or default_cache_dir()),
+                            run_cache=ResponseCache(out / "responses"), budget=budget, prices=prices or {},
+                            timeout=timeout, max_attempts=max_attempts, backoff_s=backoff_s)
+        gate = asyncio.Semaphore(max(1, concurrency))
+
+        async def one(index: int, pass_index: int, view: TaskView) -> None:
+            async with gate:
+                if stop:
+                    return
+                env = ReplayEnv(evidence)
+                tid = f"{run_id}/{view.task_id}/{pass_index}"
+                try:
+                    steps, summary, transcript = await episode(client, env, view, tid, pass_index, policy,
+                                                               use_cache=use_cache)
+                except BudgetExhausted as exc:
+                    stop.append(str(exc))
+                    return
+                except LLMError as exc:
+                    failures[index] = f"{view.task_id} pass {pass_index}: {exc}"
+                    return
+                part = Part(index=index, steps=steps, summary=summary, transcript=transcript)
+                _atomic_write(parts_dir / f"{index:06d}.json", part.model_dump_json())
+                done[index] = part
+                if progress is not None:
+                    progress(len(done), len(units))
+
+        try:
+            await asyncio.gather(*(one(i, p, v) for i, (p, v) in enumerate(units) if i not in done))
+        finally:
+            await client.close()
+
+    asyncio.run(main())
+    seconds = round(time.perf_counter() - started, 3)
+    if len(done) < len(units):
+        why = stop[0] if stop else f"{len(failures)} trajectories failed: " + "; ".join(
+            failures[i] for i in sorted(failures)[:3])
+        raise RunStopped(f"{why}; {len(done)} of {len(units)} trajectories finished and are kept in {parts_dir}; "
+                         "run the same command with --resume to go on")
+    ordered = [done[i] for i in range(len(units))]
+    write_run_files(out, [s for part in ordered for s in part.steps], [part.summary for part in ordered])
+    (out / "transcripts.jsonl").write_text("".join(part.transcript.model_dump_json(exclude={"latency_s", "cached_calls"}) + "\n"
+                                                   for part in ordered))
+    (out / "timing.jsonl").write_text("".join(json.dumps({"trajectory_id": part.summary.trajectory_id,
+                                                          "latency_s": part.transcript.latency_s,
+                                                          "calls": part.transcript.calls,
+                                                          "cached_calls": part.transcript.cached_calls}) + "\n"
+                                              for part in ordered))
+    tokens_in = sum(p.transcript.tokens_in for p in ordered)
+    tokens_out = sum(p.transcript.tokens_out for p in ordered)
+    costs = [p.transcript.cost for p in ordered if p.transcript.cost is not None]
+    info = RunInfo(run_id=run_id, policy=policy, passes=passes, seed=seed, package=plan.package,
+                   content_hash=manifest.content_hash, tasks=len(views), trajectories=len(ordered), seconds=seconds,
+                   settings=settings.model_dump(), base_url=plan.base_url, tokens_in=tokens_in, tokens_out=tokens_out,
+                   cost=round(sum(costs), 6) if costs else None, calls=sum(p.transcript.calls for p in ordered),
+                   prompt_version=PROMPT_VERSION)
+    (out / "run.json").write_text(json.dumps(info.model_dump(exclude_none=True), indent=2, sort_keys=True) + "\n")
+    return info

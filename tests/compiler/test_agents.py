@@ -1,0 +1,254 @@
+"""LLM agents as policies (issue 9), against the project's own OpenAI-compatible server on 127.0.0.1 with
+scripted models: the reference path, an ungrounded payload, malformed JSON, an off-menu id, a loop, rate
+limits and server errors, slowness; resume, concurrency, the budget and the secret."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compiler.agent import task_text
+from compiler.agent_run import RunStopped, run_agent
+from compiler.llm import Price, Settings
+from compiler.models import TaskAnswer, TaskView
+from compiler.package import compile_package, load_package
+from compiler.run import run_policy
+from ingest import ingest_paths
+from verifiers.score import score_run
+from voe.graph import Graph
+from voe.llm_server import LocalLLMServer, Reply
+
+SOURCES = ["mds2-4103", "mds2-2525", "mds2-2106", "amb2025-template", "ambench-releases"]
+SECRET = "sk-test-5ecret-never-written"
+
+
+@pytest.fixture(scope="module")
+def package(_session_graph: Graph, archives: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    graph = _session_graph
+    graph.clear()
+    graph.apply_schema()
+    assert ingest_paths([archives / s for s in SOURCES], graph).errors == []
+    pkg = tmp_path_factory.mktemp("agents") / "pkg"
+    compile_package(graph, pkg)
+    yield pkg
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("VOE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+class Tasks:
+    """The package's tasks by what the model is shown of them."""
+
+    def __init__(self, pkg: Path) -> None:
+        views, _, answers, _ = load_package(pkg)
+        self.by_text = {task_text(v): (v, answers[v.task_id]) for v in views}
+        self.views = views
+
+    def of(self, body: dict[str, Any]) -> tuple[TaskView, TaskAnswer, int]:
+        messages = body["messages"]
+        view, answer = self.by_text[messages[1]["content"]]
+        return view, answer, sum(1 for m in messages if m["role"] == "assistant")
+
+
+def entry(view: TaskView, evidence_id: str) -> str:
+    return next(e.entry_id for e in view.menu if e.evidence_id == evidence_id)
+
+
+def reference_reply(view: TaskView, answer: TaskAnswer, t: int, protocol: str = "tools") -> Reply:
+    step = answer.reference[min(t, len(answer.reference) - 1)]  # after a detour: the reference's terminal
+    args: dict[str, Any] = {"evidence_id": entry(view, step.evidence_id)} if step.evidence_id else (
+        {} if step.action.value == "abstain_or_escalate" else {"payload": [entry(view, e) for e in step.payload or []]})
+    if protocol == "json":
+        return Reply.text(json.dumps({"action": step.action.value, **args}))
+    return Reply.tool(step.action.value, args)
+
+
+def model(tasks: Tasks, behave: Callable[[TaskView, TaskAnswer, int, int], Reply | None]) -> Callable[..., Reply]:
+    """A scripted model: `behave(view, answer, t, call)` or, when it returns None, the reference step."""
+    def respond(body: dict[str, Any], index: int) -> Reply:
+        view, answer, t = tasks.of(body)
+        return behave(view, answer, t, index) or reference_reply(view, answer, t)
+    return respond
+
+
+def files(run: Path) -> dict[str, bytes]:
+    return {n: (run / n).read_bytes() for n in ("steps.jsonl", "trajectories.jsonl", "transcripts.jsonl")}
+
+
+def scored(graph: Graph, run: Path) -> dict[str, Any]:
+    summary, scores = score_run(graph, run)
+    return {"summary": summary, "codes": {s.label for s in scores}, "scores": scores}
+
+
+def test_a_model_on_the_reference_path_scores_like_the_reference(package: Path, _session_graph: Graph,
+                                                                 tmp_path: Path) -> None:
+    tasks = Tasks(package)
+    with LocalLLMServer(model(tasks, lambda *a: None)) as server:
+        info = run_agent(package, "scripted", tmp_path / "agent", base_url=server.base_url, passes=2)
+    run_policy(package, "reference", 2, 0, tmp_path / "ref")
+    agent, ref = scored(_session_graph, tmp_path / "agent"), scored(_session_graph, tmp_path / "ref")
+    assert agent["codes"] == {"reference_path"}
+    assert agent["summary"]["evidence_grounded_valid"] == ref["summary"]["evidence_grounded_valid"]
+    assert info.trajectories == 2 * len(tasks.views) and info.policy == "openai:scripted"
+    assert info.tokens_in and info.tokens_out and info.calls == sum(
+        len(a.reference) for _, a in tasks.by_text.values()) * 2
+    run_json = json.loads((tmp_path / "agent" / "run.json").read_text())
+    assert run_json["settings"] == Settings(model="scripted", protocol="tools").model_dump()
+    transcript = json.loads((tmp_path / "agent" / "transcripts.jsonl").read_text().splitlines()[0])
+    assert transcript["finish_reasons"][0] == "tool_calls" and transcript["messages"][0]["role"] == "system"
+
+
+@pytest.mark.parametrize("behaviour, code", [
+    ("ungrounded", "payload_grounding_error"),
+    ("malformed", "parse_error"),
+    ("off_menu", "off_menu"),
+    ("loop", "duplicate_loop"),
+])
+def test_a_misbehaving_model_gets_its_codebook_label(package: Path, _session_graph: Graph, tmp_path: Path,
+                                                     behaviour: str, code: str) -> None:
+    tasks = Tasks(package)
+
+    def behave(view: TaskView, answer: TaskAnswer, t: int, call: int) -> Reply | None:
+        first = view.menu[0].entry_id
+        if behaviour == "ungrounded":  # straight to the reference terminal, naming items never pulled
+            last = answer.reference[-1]
+            if last.action.value == "abstain_or_escalate":
+                return Reply.tool("submit_risk_packet", {"payload": [first]})
+            return Reply.tool(last.action.value, {"payload": [e.entry_id for e in view.menu]})
+        if behaviour == "malformed":
+            return Reply.text("I think the answer is {action: flag")
+        if behaviour == "off_menu":
+            return Reply.tool(view.menu[0].request_action.value, {"evidence_id": "E999"})
+        return Reply.tool(view.menu[0].request_action.value, {"evidence_id": first})
+
+    protocol = "json" if behaviour == "malformed" else "tools"
+    with LocalLLMServer(model(tasks, behave)) as server:
+        run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url,
+                  settings=Settings(model="scripted", protocol=protocol))
+    result = scored(_session_graph, tmp_path / "run")
+    if behaviour in ("malformed", "off_menu"):
+        assert result["codes"] == {code}
+    else:
+        assert code in result["codes"] and "reference_path" not in result["codes"]
+    assert result["summary"]["evidence_grounded_valid"]["mean"] < 0.2
+
+
+def test_rate_limits_and_server_errors_are_retried(package: Path, tmp_path: Path) -> None:
+    tasks = Tasks(package)
+    seen: list[int] = []
+
+    def respond(body: dict[str, Any], index: int) -> Reply:
+        seen.append(index)
+        if index == 0:
+            return Reply.error(429, retry_after=0.05)
+        if index in (1, 2, 3):
+            return Reply.error(503)
+        view, answer, t = tasks.of(body)
+        return reference_reply(view, answer, t)
+
+    with LocalLLMServer(respond) as server:
+        run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url, concurrency=1, backoff_s=0.01)
+        clean_calls = server.calls - 4
+    with LocalLLMServer(model(tasks, lambda *a: None)) as server:
+        run_agent(package, "scripted", tmp_path / "clean", base_url=server.base_url, concurrency=1, use_cache=False)
+        assert server.calls == clean_calls
+    assert files(tmp_path / "run") == files(tmp_path / "clean")
+
+
+def test_a_server_that_keeps_failing_stops_the_run_cleanly_and_resume_finishes_it(package: Path,
+                                                                                   tmp_path: Path) -> None:
+    tasks = Tasks(package)
+    with LocalLLMServer(lambda body, i: Reply.error(500, "overloaded")) as server:
+        with pytest.raises(RunStopped, match="trajectories failed.*--resume"):
+            run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url, max_attempts=2,
+                      backoff_s=0.01)
+    assert not (tmp_path / "run" / "trajectories.jsonl").exists()
+    with LocalLLMServer(model(tasks, lambda *a: None)) as server:
+        run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url, resume=True)
+        run_agent(package, "scripted", tmp_path / "clean", base_url=server.base_url, use_cache=False)
+    assert files(tmp_path / "run") == files(tmp_path / "clean")
+
+
+def test_output_is_the_same_bytes_whatever_the_concurrency(package: Path, tmp_path: Path) -> None:
+    tasks = Tasks(package)
+
+    def behave(view: TaskView, answer: TaskAnswer, t: int, call: int) -> Reply | None:
+        rng = random.Random(f"{view.task_id}:{t}")  # a model that answers after a while, each call its own delay
+        reply = reference_reply(view, answer, t)
+        return Reply.tool(reply.tool_calls[0]["name"], reply.tool_calls[0]["arguments"], delay=rng.random() * 0.02)
+
+    with LocalLLMServer(model(tasks, behave)) as server:
+        run_agent(package, "scripted", tmp_path / "one", base_url=server.base_url, concurrency=1, use_cache=False)
+        run_agent(package, "scripted", tmp_path / "many", base_url=server.base_url, concurrency=16, use_cache=False)
+    assert files(tmp_path / "one") == files(tmp_path / "many")
+
+
+def test_a_budget_stops_cleanly_and_a_resumed_run_equals_an_uninterrupted_one(package: Path,
+                                                                             tmp_path: Path) -> None:
+    """A sampling model (answers vary call to call): a resumed run replays what was answered before the stop
+    from the run's own cache, so it ends exactly as an uninterrupted run that got the same answers."""
+    tasks = Tasks(package)
+    counter = iter(range(10**6))
+    lock = threading.Lock()
+
+    def behave(view: TaskView, answer: TaskAnswer, t: int, call: int) -> Reply | None:
+        with lock:
+            n = next(counter)
+        if n % 5 == 4:  # now and then a detour the reference does not take
+            return Reply.tool(view.menu[-1].request_action.value, {"evidence_id": view.menu[-1].entry_id})
+        return None
+
+    with LocalLLMServer(model(tasks, behave)) as server:
+        with pytest.raises(RunStopped, match="--max-requests 7 reached"):
+            run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url, max_requests=7,
+                      concurrency=3, use_cache=False)
+        parts = list((tmp_path / "run" / "parts").glob("*.json"))
+        assert 0 < len(parts) < len(tasks.views)
+        run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url, resume=True, use_cache=False)
+    # the uninterrupted run: the same answers, from the responses the interrupted run recorded
+    with LocalLLMServer(lambda body, i: Reply.error(500, "must not be called")) as server:
+        for f in (tmp_path / "run" / "responses").rglob("*.json"):
+            dest = tmp_path / "clean" / "responses" / f.relative_to(tmp_path / "run" / "responses")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(f.read_bytes())
+        run_agent(package, "scripted", tmp_path / "clean", base_url=server.base_url, use_cache=False)
+        assert server.calls == 0
+    assert files(tmp_path / "run") == files(tmp_path / "clean")
+    with pytest.raises(Exception, match="holds a run already"):
+        run_agent(package, "scripted", tmp_path / "run", base_url="http://127.0.0.1:9/v1")
+
+
+def test_a_rerun_at_temperature_0_is_free_and_identical(package: Path, tmp_path: Path) -> None:
+    tasks = Tasks(package)
+    prices = {"scripted": Price(input_per_mtok=1.0, output_per_mtok=2.0)}
+    with LocalLLMServer(model(tasks, lambda *a: None)) as server:
+        first = run_agent(package, "scripted", tmp_path / "a", base_url=server.base_url, prices=prices)
+        calls = server.calls
+        second = run_agent(package, "scripted", tmp_path / "b", base_url=server.base_url, prices=prices)
+        assert server.calls == calls
+    assert files(tmp_path / "a") == files(tmp_path / "b")
+    assert first.cost is not None and first.cost > 0 and first.cost == second.cost
+
+
+def test_the_api_key_is_never_written(package: Path, tmp_path: Path) -> None:
+    tasks = Tasks(package)
+    with LocalLLMServer(model(tasks, lambda *a: None)) as server:
+        run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url)
+        assert all(r["headers"].get("authorization") == f"Bearer {SECRET}" for r in server.requests)
+    with LocalLLMServer(lambda body, i: Reply.error(401, f"bad key {SECRET}")) as server:
+        with pytest.raises(RunStopped) as stopped:
+            run_agent(package, "scripted", tmp_path / "failed", base_url=server.base_url, use_cache=False)
+    assert SECRET not in str(stopped.value)
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(written) > 10
+    assert not [p for p in written if SECRET.encode() in p.read_bytes()]
