@@ -109,6 +109,8 @@ def response_format(style: str, view: TaskView) -> dict[str, Any] | None:
         return {"type": "json_schema", "json_schema": {"name": "action", "strict": True, "schema": action_schema(view)}}
     if style == "json_object":
         return {"type": "json_object"}
+    if style == "json_object_schema":  # llama.cpp's server: JSON mode constrained by a schema given beside it
+        return {"type": "json_object", "schema": action_schema(view)}
     return None
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
 import random
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -56,6 +58,8 @@ def python_policy(spec: str) -> Policy:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise UsageError(f"--policy python:{spec}: expected python:MODULE:FUNCTION")
+    if os.getcwd() not in sys.path:  # as `python -m` does: a module beside the user is found
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any import failure is the user's module, say so

@@ -21,7 +21,9 @@ def _clustered(rate: dict[str, Any]) -> str:
     return f"[{lo:.3f}, {hi:.3f}] ({rate.get('clusters', 0)} workflows)"
 
 
-def write_report(summaries: list[dict[str, Any]], out: Path) -> Path:
+def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[str, Any]] | None = None) -> Path:
+    """The report of scored runs; `paired` holds each run's paired difference of validity against a chosen run
+    (`voe report --against`), in the order of `summaries`."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -40,6 +42,14 @@ def write_report(summaries: list[dict[str, Any]], out: Path) -> Path:
                       for s in summaries]] for f in families]
     code_head = ["label", *[s["policy"] for s in summaries]]
     code_rows = [[c, *[str(s["codebook"].get(c, 0)) for s in summaries]] for c in CODEBOOK]
+    usage_head = ["policy", "model calls", "tokens in", "tokens out", "cost (USD)"]
+    usage_rows = [[s["policy"], *[("-" if s.get("usage", {}).get(k) is None else str(s["usage"][k]))
+                                  for k in ("calls", "tokens_in", "tokens_out", "cost")]] for s in summaries]
+    pair_head = ["policy", "against", "tasks", "mean difference (95% CI)", "only this valid", "only the other valid"]
+    pair_rows = [[s["policy"], p["against"], str(p["tasks"]),
+                  f"{p.get('mean_difference', 0.0):+.3f} [{p['ci95'][0]:+.3f}, {p['ci95'][1]:+.3f}]" if p["tasks"] else "-",
+                  str(p.get("a_only_valid", 0)), str(p.get("b_only_valid", 0))]
+                 for s, p in zip(summaries, paired or [], strict=False)]
 
     def md(h: list[str], r: list[list[str]]) -> str:
         return "\n".join(["| " + " | ".join(h) + " |", "|" + "---|" * len(h)] + ["| " + " | ".join(x) + " |" for x in r])
@@ -74,6 +84,8 @@ def write_report(summaries: list[dict[str, Any]], out: Path) -> Path:
     text = "\n\n".join([
         "# voe run report", "## Headline", md(head, rows), "## By family (evidence-grounded valid, 95% CI)",
         md(fam_head, fam_rows), "## Failure codebook (trajectories per label)", md(code_head, code_rows),
+        "## Model usage", md(usage_head, usage_rows),
+        *(["## Paired difference of validity (per task, mean over passes)", md(pair_head, pair_rows)] if paired else []),
         "![validity](validity.png)\n\n![by family](by_family.png)",
         "Definitions: `verifiers/metrics.py`. Intervals: Student-t over passes (Wilson for one pass); `*` marks a "
         "zero-width interval: the policy scored the same on every pass. The clustered interval (cluster-robust "
@@ -88,7 +100,8 @@ def write_report(summaries: list[dict[str, Any]], out: Path) -> Path:
     (out / "report.html").write_text(
         "<!doctype html><meta charset=utf-8><title>voe run report</title><h1>voe run report</h1>"
         f"<h2>Headline</h2>{table(head, rows)}<h2>By family</h2>{table(fam_head, fam_rows)}"
-        f"<h2>Failure codebook</h2>{table(code_head, code_rows)}"
+        f"<h2>Failure codebook</h2>{table(code_head, code_rows)}<h2>Model usage</h2>{table(usage_head, usage_rows)}"
+        + (f"<h2>Paired difference of validity</h2>{table(pair_head, pair_rows)}" if paired else "") +
         "<p><img src=validity.png> <img src=by_family.png></p>")
     (out / "summaries.json").write_text(json.dumps(summaries, indent=2) + "\n")
     return out / "report.md"

@@ -39,6 +39,8 @@ def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[Traject
               for tr in read_jsonl(run_dir / "trajectories.jsonl")]
     summary = summarize(scores, info["policy"], info["passes"])
     summary["run_id"] = info["run_id"]
+    if info.get("calls") is not None:  # an agent run: what it cost
+        summary["usage"] = {k: info.get(k) for k in ("calls", "tokens_in", "tokens_out", "cost")}
     (run_dir / "scores.jsonl").write_text("".join(json.dumps(s.model_dump()) + "\n" for s in scores))
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary, scores

@@ -316,9 +316,11 @@ def _check_policy(ctx: click.Context, param: click.Parameter, value: str) -> str
                                  "OPENAI_BASE_URL, else the OpenAI API). The key comes from OPENAI_API_KEY.")
 @click.option("--protocol", type=click.Choice(["tools", "json"]), default="tools", show_default=True,
               help="tools: one function per action; json: one JSON object per turn.")
-@click.option("--response-format", "response_format", type=click.Choice(["json_schema", "json_object", "none"]),
+@click.option("--response-format", "response_format",
+              type=click.Choice(["json_schema", "json_object", "json_object_schema", "none"]),
               default="json_schema", show_default=True,
-              help="With --protocol json: how the reply format is requested (servers differ).")
+              help="With --protocol json: how the reply format is requested (servers differ; json_object_schema "
+                   "is llama.cpp's form).")
 @click.option("--temperature", default=0.0, show_default=True, type=float,
               help="Sampling temperature sent to the model (recorded in run.json).")
 @click.option("--max-tokens", type=click.IntRange(1), help="Longest reply the model may write, in tokens.")
@@ -419,17 +421,24 @@ def score_cmd(run_dir: Path, compare: Path | None, as_json: bool) -> None:
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False))
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="Folder for report.md, report.html and the plots.")
-def report_cmd(runs: tuple[Path, ...], out: Path) -> None:
+@click.option("--against", type=click.Path(path_type=Path, file_okay=False),
+              help="A run to compare every run with: paired difference of validity on the same tasks.")
+def report_cmd(runs: tuple[Path, ...], out: Path, against: Path | None) -> None:
     """Write a Markdown/HTML report for one or more scored runs: headline table with intervals,
-    per-family breakdown, failure codebook distribution and plots (PNG/SVG)."""
+    per-family breakdown, failure codebook distribution, model usage (tokens, cost) and plots (PNG/SVG)."""
+    from verifiers.metrics import paired
     from verifiers.report import write_report
     from verifiers.score import score_run
     from voe.graph import Graph
 
     with Graph() as graph:
         graph.verify()
-        summaries = [score_run(graph, r)[0] for r in runs]
-    path = write_report(summaries, out)
+        scored = [score_run(graph, r) for r in runs]
+        pairs = None
+        if against is not None:
+            base_summary, base = score_run(graph, against)
+            pairs = [{**paired(s, base), "against": base_summary["policy"]} for _, s in scored]
+    path = write_report([s for s, _ in scored], out, pairs)
     click.echo(f"report written to {path}")
 
 

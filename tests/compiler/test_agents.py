@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -251,4 +254,78 @@ def test_the_api_key_is_never_written(package: Path, tmp_path: Path) -> None:
     assert SECRET not in str(stopped.value)
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(written) > 10
+    assert not [p for p in written if SECRET.encode() in p.read_bytes()]
+
+
+def _readme_policy() -> str:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = readme.index("```python\n# my_policy.py")
+    return readme[start + len("```python\n"):readme.index("```", start + 10)]
+
+
+def test_the_readme_python_policy_runs_like_the_baseline_it_imitates(package: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    code = _readme_policy()
+    assert len(code.strip().splitlines()) <= 11  # "a ten-line example"
+    (tmp_path / "my_policy.py").write_text(code)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(__import__("sys").modules, "my_policy", raising=False)
+    run_policy(package, "python:my_policy:act", 2, 0, tmp_path / "mine")
+    run_policy(package, "request_everything", 2, 0, tmp_path / "base")
+    mine = [json.loads(x) for x in (tmp_path / "mine" / "trajectories.jsonl").read_text().splitlines()]
+    base = [json.loads(x) for x in (tmp_path / "base" / "trajectories.jsonl").read_text().splitlines()]
+    strip = ("trajectory_id", "policy")
+    assert [{k: v for k, v in t.items() if k not in strip} for t in mine] == \
+        [{k: v for k, v in t.items() if k not in strip} for t in base]
+
+
+def _voe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "voe", *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+@pytest.mark.timeout(600)
+def test_voe_run_openai_then_score_and_report_and_a_killed_run_resumes(package: Path, tmp_path: Path,
+                                                                       cli_env: dict[str, str]) -> None:
+    """README's agent command from the command line: a model run that `voe score` and `voe report` handle like a
+    baseline run; killed (SIGKILL) mid-way and resumed, it equals a run that was never interrupted."""
+    tasks = Tasks(package)
+
+    def slow(view: TaskView, answer: TaskAnswer, t: int, call: int) -> Reply | None:
+        reply = reference_reply(view, answer, t)
+        return Reply.tool(reply.tool_calls[0]["name"], reply.tool_calls[0]["arguments"], delay=0.03)
+
+    env = {**cli_env, "OPENAI_API_KEY": SECRET, "VOE_CACHE_DIR": str(tmp_path / "cache")}
+    with LocalLLMServer(model(tasks, slow)) as server:
+        args = ["run", str(package), "--policy", "openai:scripted", "--base-url", server.base_url, "--passes", "3",
+                "--concurrency", "2", "--no-cache"]
+        child = subprocess.Popen([sys.executable, "-m", "voe", *args, "--out", str(tmp_path / "killed")], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(list((tmp_path / "killed" / "parts").glob("*.json"))) < 5:
+            time.sleep(0.05)
+        child.kill()
+        child.wait()
+        finished = len(list((tmp_path / "killed" / "parts").glob("*.json")))
+        assert 5 <= finished < 3 * len(tasks.views)
+        resumed = _voe([*args, "--out", str(tmp_path / "killed"), "--resume"], env)
+        assert resumed.returncode == 0, resumed.stderr
+        clean = _voe([*args, "--out", str(tmp_path / "clean"), "--json"], env)
+        assert clean.returncode == 0, clean.stderr
+    assert files(tmp_path / "killed") == files(tmp_path / "clean")
+    info = json.loads(clean.stdout)
+    assert info["policy"] == "openai:scripted" and info["trajectories"] == 3 * len(tasks.views)
+    ref = _voe(["run", str(package), "--policy", "reference", "--passes", "3", "--out", str(tmp_path / "ref")], env)
+    assert ref.returncode == 0, ref.stderr
+    score = _voe(["score", str(tmp_path / "clean"), "--json"], env)
+    assert score.returncode == 0, score.stderr
+    assert json.loads(score.stdout)["codebook"] == {"reference_path": 3 * len(tasks.views)}
+    report = _voe(["report", str(tmp_path / "clean"), str(tmp_path / "ref"), "--against", str(tmp_path / "ref"),
+                   "--out", str(tmp_path / "report")], env)
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "## Model usage" in text and "openai:scripted" in text and "## Paired difference" in text
+    usage_row = next(line for line in text.splitlines() if line.startswith("| openai:scripted |") and "tokens" not in line
+                     and line.count("|") == 6)
+    assert str(info["tokens_in"]) in usage_row
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert not [p for p in written if SECRET.encode() in p.read_bytes()]
