@@ -6,7 +6,9 @@ and the run files. Cases:
 
 1. overhead: the server answers at once; episodes/s, calls/s and mean ms per call over --passes passes, at
    concurrency 1 and 8, with every call going to the server (use_cache=False), then again into fresh run
-   folders answered from the warm shared response cache (use_cache=True; the server is not called);
+   folders answered from the warm shared response cache (use_cache=True; the server is not called); ms/call
+   is wall time over calls, cpu the process CPU time over calls (client, environment and the in-process server:
+   steadier than wall time on a shared machine), round trip the mean client-observed call latency;
 2. latency: the server answers after --delay seconds per call; episodes/s at concurrency 1 (one pass: it is
    the time per episode that matters) versus --concurrency (--latency-passes passes), and their ratio;
 3. the peak RSS of this process (VmHWM).
@@ -109,25 +111,26 @@ def measure(case: str, pkg: Path, server: Any, out: Path, *, passes: int, concur
     from compiler.agent_run import run_agent
 
     calls_before = server.calls
-    t0 = time.perf_counter()
+    cpu0, t0 = time.process_time(), time.perf_counter()
     info = run_agent(pkg, "scripted", out, passes=passes, base_url=server.base_url, concurrency=concurrency,
                      use_cache=use_cache)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     return {"case": case, "concurrency": concurrency, "use_cache": use_cache, "passes": passes,
             "episodes": info.trajectories, "calls": info.calls, "server_calls": server.calls - calls_before,
             "seconds": round(wall, 3), "episodes_per_s": round(info.trajectories / wall, 1),
             "calls_per_s": round(info.calls / wall, 1), "ms_per_call": round(1000 * wall / info.calls, 3),
-            "round_trip_ms": round(mean_latency_ms(out), 3), "peak_rss_mib": round(peak_rss_mib(), 1)}
+            "cpu_ms_per_call": round(1000 * cpu / info.calls, 3), "round_trip_ms": round(mean_latency_ms(out), 3),
+            "peak_rss_mib": round(peak_rss_mib(), 1)}
 
 
 def show(row: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        return
+    """One line per case: to stdout, or to stderr (as progress) when stdout carries the JSON object."""
     cache = "warm cache" if row["use_cache"] else "no cache"
     print(f"{row['case']:>8} c={row['concurrency']:<3} {cache:>10}: {row['episodes']:>4} episodes, {row['calls']:>5} calls "
           f"({row['server_calls']:>5} to the server) in {row['seconds']:>7.2f} s: {row['episodes_per_s']:>7.1f} "
           f"episodes/s, {row['calls_per_s']:>7.1f} calls/s, {row['ms_per_call']:>7.3f} ms/call "
-          f"(round trip {row['round_trip_ms']:.3f} ms)", flush=True)
+          f"(cpu {row['cpu_ms_per_call']:.3f} ms, round trip {row['round_trip_ms']:.3f} ms)",
+          file=sys.stderr if as_json else sys.stdout, flush=True)
 
 
 def profile(pkg: Path, server: Any, root: Path, seconds: float, top: int = 30) -> None:
@@ -176,12 +179,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="voe-bench-agents-") as tmp:
         root = Path(tmp)
         os.environ["VOE_CACHE_DIR"] = str(root / "cache")  # the shared response cache: ours, and empty
+        build_s = None
         if args.package is not None:
             pkg = args.package.resolve()
         else:
             t0 = time.perf_counter()
             pkg = build_package(root / "pkg")
-            print(f"# package built in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            build_s = round(time.perf_counter() - t0, 1)
+            print(f"# package built in {build_s} s (ingest + compile)", file=sys.stderr)
         tasks = Tasks(pkg)
         print(f"# package: {pkg} ({len(tasks.views)} tasks)", file=sys.stderr)
 
@@ -208,7 +213,8 @@ def main() -> None:
         ratio = round(fast["episodes_per_s"] / slow["episodes_per_s"], 1)
         rss = round(peak_rss_mib(), 1)
         if args.json:
-            print(json.dumps({"machine": machine, "tasks": len(tasks.views), "delay_s": args.delay, "cases": rows,
+            print(json.dumps({"machine": machine, "tasks": len(tasks.views), "package_build_s": build_s,
+                              "delay_s": args.delay, "cases": rows,
                               "latency_speedup": ratio, "peak_rss_mib": rss}))
         else:
             print(f"latency {args.delay * 1000:.0f} ms/call: c={args.concurrency} is {ratio}x c=1 in episodes/s "

@@ -157,11 +157,21 @@ class ChatClient:
         key = os.environ.get("OPENAI_API_KEY") or ("local" if base else None)
         if key is None:
             raise UsageError("no API key: set OPENAI_API_KEY (or give --base-url for a local server that needs none)")
-        self._client = openai.AsyncOpenAI(base_url=base, api_key=key, max_retries=0, timeout=timeout)
+        self._base, self._key, self._timeout = base, key, timeout
+        self._async: Any = None  # made inside the event loop that uses it; close() ends it
         self._openai = openai
 
+    @property
+    def _client(self) -> Any:
+        if self._async is None:
+            self._async = self._openai.AsyncOpenAI(base_url=self._base, api_key=self._key, max_retries=0,
+                                                   timeout=self._timeout)
+        return self._async
+
     async def close(self) -> None:
-        await self._client.close()
+        if self._async is not None:
+            await self._async.close()
+            self._async = None
 
     def _cost(self, tokens_in: int, tokens_out: int) -> float | None:
         price = self.prices.get(self.settings.model)

@@ -36,6 +36,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler.annotate import POOL_SIZE, Candidate, Framing
 from compiler.models import (
     REQUEST_FOR_KIND,
     REQUESTS,
@@ -312,15 +313,16 @@ def _bom_or_crlf(summary_json: str | None) -> bool:
     return bool(summary.get("bom") or summary.get("crlf"))
 
 
-QUESTION = (
-    "Workflow: {workflow}. A risk packet on {subject} is about to be assembled from this archive{support}. "
-    "Request the evidence you need from the menu (each entry names its request action), then end with exactly "
+FRAMING = "Workflow: {workflow}. A risk packet on {subject} is about to be assembled from this archive{support}."
+INSTRUCTIONS = (
+    " Request the evidence you need from the menu (each entry names its request action), then end with exactly "
     "one terminal action: submit_risk_packet (payload: exactly the evidence ids the packet rests on), "
     "flag_source_defect (the item the packet is on has a provenance or checkability defect; payload: the "
     "defective items, nothing clean), localize_missing_evidence (the archive cannot provide an item the packet "
     "needs; payload: the missing items only), or abstain_or_escalate (the packet cannot be completed as stated: "
     "an item it must rest on has a defect that nothing in the archive resolves, or its items conflict)."
 )
+QUESTION = FRAMING + INSTRUCTIONS  # the deterministic template's whole question
 
 
 def _about(cat: Catalog, e: str) -> str:
@@ -333,7 +335,9 @@ def _about(cat: Catalog, e: str) -> str:
     return f"{file} (in {row['title']})" if file else str(row["title"])
 
 
-def materialize(m: Moment, cat: Catalog) -> tuple[TaskView, TaskAnswer]:
+def candidate(m: Moment, cat: Catalog) -> Candidate:
+    """The moment as an annotator sees it: workflow, subject, support, the item pool with the facts a request
+    would return for each, and the template's framing and menu. Nothing verifier-only (family, gold, defects)."""
     # Menu choice and order are seeded by what the policy sees (workflow and subject) and nothing else: a
     # seed holding the family could be inverted by trying each family name against the visible order.
     seed = _h(m.workflow, m.subject)
@@ -341,13 +345,41 @@ def materialize(m: Moment, cat: Catalog) -> tuple[TaskView, TaskAnswer]:
     odd = set(hard_negatives(cat, m.workflow, set(binding)))
     pool = [e for e in cat.by_workflow[m.workflow] if e not in binding]
     pool.sort(key=lambda e: (e not in odd, _h(seed, e)))
-    chosen = binding + pool[: max(0, MENU_SIZE - len(binding))]
-    chosen.sort(key=lambda e: _h(seed, "order", e))
+    default = binding + pool[: max(0, MENU_SIZE - len(binding))]
     support = ""
     if m.support:
         names = ", ".join(str(cat.rows[s]["title"]) for s in m.support)
         support = f"; it is to rest on {cat.rows[m.subject]['title']} together with {names}"
-    question = QUESTION.format(workflow=cat.workflows[m.workflow], subject=_about(cat, m.subject), support=support)
+    template = Framing(title="", context=FRAMING.format(workflow=cat.workflows[m.workflow],
+                                                       subject=_about(cat, m.subject), support=support),
+                       question="", menu=default)
+    offered = binding + pool[:POOL_SIZE]
+
+    def item(e: str) -> dict[str, Any]:
+        obj = cat.objects[e]
+        return {"id": e, "kind": cat.rows[e]["kind"], "title": cat.rows[e]["title"], "status": obj.status,
+                "facts": [f.statement for f in obj.facts][:12]}
+
+    context = {"workflow": cat.workflows[m.workflow], "subject": item(m.subject),
+               "required": [item(e) for e in binding], "pool": [item(e) for e in offered if e not in binding]}
+    moment_id = f"moment:{_h(m.family.value, m.subject)[:16]}"
+    return Candidate(moment_id=moment_id, workflow=m.workflow, subject=m.subject, support=list(m.support),
+                     binding=binding, pool=offered, default_menu=default, template=template, context=context)
+
+
+def question_of(framing: Framing) -> str:
+    """The policy-visible question: the framing, then the fixed instructions (never written by a model)."""
+    return " ".join(x for x in (framing.title, framing.context, framing.question) if x) + INSTRUCTIONS
+
+
+def materialize(m: Moment, cat: Catalog, framing: Framing | None = None) -> tuple[TaskView, TaskAnswer]:
+    c = candidate(m, cat)
+    framing = framing or c.template
+    seed = _h(m.workflow, m.subject)
+    binding = c.binding
+    chosen = list(dict.fromkeys(framing.menu))
+    chosen.sort(key=lambda e: _h(seed, "order", e))
+    question = question_of(framing)
     task_id = f"task:{_h(m.workflow, question, *chosen)[:16]}"
     menu = [MenuEntry(entry_id=f"E{i}", evidence_id=e, kind=cat.rows[e]["kind"], title=cat.rows[e]["title"],
                       request_action=REQUEST_FOR_KIND[cat.rows[e]["kind"]]) for i, e in enumerate(chosen, start=1)]

@@ -14,14 +14,19 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from compiler.annotate import PROMPT_VERSION as ANNOTATOR_PROMPT_VERSION
+from compiler.annotate import Annotator, Framing, filter_failures, menu_failures
 from compiler.gate import GateReport, run_gate
+from compiler.judge import CALIBRATION_TOLERANCE, CalibrationFailed, CalibrationResult, Judge, Verdict, judge_input
+from compiler.judge import PROMPT_VERSION as JUDGE_PROMPT_VERSION
 from compiler.models import EvidenceObject, Family, Manifest, TaskAnswer, TaskView
-from compiler.moments import find_moments, load_catalog, materialize
+from compiler.moments import Moment, candidate, find_moments, load_catalog, materialize
 from ingest.loader import settle
 from voe import __version__
 from voe.errors import InputError
@@ -51,11 +56,53 @@ def _jsonl(models: list[Any]) -> bytes:
                     for m in models)
 
 
-def compile_package(graph: Graph, out: Path) -> CompileSummary:
+class Audit:
+    """What the admission decided about each candidate, for the graph (Annotation, JudgeVerdict, Calibration)
+    and the manifest."""
+
+    def __init__(self, annotator: Annotator, judge: Judge | None) -> None:
+        self.annotator, self.judge = annotator, judge
+        self.rows: dict[str, dict[str, Any]] = {}  # moment id -> annotation facts
+        self.verdicts: dict[str, Verdict] = {}
+        self.calibration: CalibrationResult | None = None
+        self.rejected: list[tuple[TaskView, TaskAnswer, list[str]]] = []  # materialized, then refused by a filter
+
+    def note(self, moment_id: str, framing: Framing | None, failures: list[str], task_id: str | None = None) -> None:
+        self.rows[moment_id] = {"framing": framing, "failures": failures, "task_id": task_id}
+
+    def summary(self) -> dict[str, Any]:
+        rules = Counter(f.split(":", 1)[0] for r in self.rows.values() for f in r["failures"])
+        return {"annotator": self.annotator.name, "candidates": len(self.rows),
+                "admitted": sum(1 for r in self.rows.values() if not r["failures"]),
+                "rejected_by_rule": dict(sorted(rules.items())),
+                "judge": None if self.judge is None else {
+                    "model": self.judge.model, "prompt_version": JUDGE_PROMPT_VERSION,
+                    "rejected": sum(1 for v in self.verdicts.values() if not v.accept),
+                    "failures": sum(1 for v in self.verdicts.values() if v.error),
+                    "calibration": None if self.calibration is None else
+                    f"{self.calibration.correct}/{self.calibration.cases} correct"}}
+
+
+def compile_package(graph: Graph, out: Path, annotator: Annotator | None = None,
+                    judge: Judge | None = None) -> CompileSummary:
+    """Compile the graph's decision moments into a package. `annotator` frames each moment (default: the
+    deterministic template); a model's framings pass the deterministic filters and then, with `judge`, the
+    calibrated judge. Raises CalibrationFailed (exit 1) before anything is written when the judge fails its
+    calibration."""
     settle(graph)  # a record being swapped in by an ingest is read once it is whole
+    annotator = annotator or Annotator()
+    audit = Audit(annotator, judge)
+    if judge is not None:
+        audit.calibration, _ = judge.calibrate()
+        _store_calibration(graph, audit.calibration)
+        if not audit.calibration.passed:
+            raise CalibrationFailed(
+                f"the judge {judge.model} misclassified {len(audit.calibration.misclassified)} of "
+                f"{audit.calibration.cases} calibration cases (tolerance {CALIBRATION_TOLERANCE:.0%}): "
+                + ", ".join(audit.calibration.misclassified) + "; it is not used and nothing was compiled")
     cat = load_catalog(graph)
     moments = find_moments(graph, cat)
-    pairs = sorted((materialize(m, cat) for m in moments), key=lambda p: p[0].task_id)
+    pairs = _frame(moments, cat, annotator, judge, audit)
     seen: set[str] = set()
     views: list[TaskView] = []
     answers: list[TaskAnswer] = []
@@ -76,10 +123,13 @@ def compile_package(graph: Graph, out: Path) -> CompileSummary:
         if failures:
             rejected[view.task_id] = failures
             rejected_moments.append((view, answer, failures))
+            if answer.moment_id in audit.rows:
+                audit.rows[answer.moment_id]["failures"].extend(f"admission: {f}" for f in failures)
             continue
         owner.setdefault(visible, (view.task_id, answer))
         views.append(view)
         answers.append(answer)
+    rejected_moments += audit.rejected
     order = sorted(range(len(views)), key=lambda i: views[i].task_id)
     views, answers = [views[i] for i in order], [answers[i] for i in order]
     offered = sorted({e.evidence_id for v in views for e in v.menu})
@@ -109,15 +159,112 @@ def compile_package(graph: Graph, out: Path) -> CompileSummary:
     manifest = Manifest(compiler_version=COMPILER_VERSION, content_hash=content_hash, graph_hash=graph_hash,
                         sources=[{k: r[k] for k in ("ark", "version", "title", "provenance", "stamp")} for r in records],
                         counts=counts, files={n: hashlib.sha256(d).hexdigest() for n, d in sorted(files.items())},
-                        annotator="deterministic template (compiler/moments.py QUESTION)",
-                        gate=gate.model_dump())
+                        annotator=annotator.name, gate=gate.model_dump())
+    if annotator.model is not None or judge is not None:  # the template's package stays byte for byte as it was
+        manifest.counts["admission"] = audit.summary()
     (out / "manifest.json").write_text(json.dumps(manifest.model_dump(), indent=2, sort_keys=True) + "\n")
     _store(graph, views, answers, cat.workflows, content_hash, rejected_moments)
+    _store_audit(graph, audit, content_hash, {a.moment_id for a in answers} | {a.moment_id for _, a, _ in rejected_moments})
     return CompileSummary(tasks=len(views), workflows=counts["workflows"], families=families,
                           evidence_entries=counts["evidence_entries"], canonical_evidence=len(offered),
                           content_hash=content_hash, graph_hash=graph_hash, out=str(out), decisions=decisions,
                           largest_item_group=counts["largest_item_group"], gate_passed=gate.passed,
                           gate=[r.model_dump() for r in gate.rows])
+
+
+def _frame(moments: list[Moment], cat: Any, annotator: Annotator, judge: Judge | None,
+           audit: Audit) -> list[tuple[TaskView, TaskAnswer]]:
+    """Each moment framed by the annotator; a model framing that fails a filter or the judge is rejected (and
+    noted); the template's framing goes straight on to the compiler's own admission checks."""
+    candidates = [candidate(m, cat) for m in moments]
+    framings = annotator.annotate(candidates)
+    known = set(cat.rows)
+    pairs: list[tuple[TaskView, TaskAnswer]] = []
+    for m, c in zip(moments, candidates, strict=True):
+        f = framings[c.moment_id]
+        if isinstance(f, str):
+            audit.note(c.moment_id, None, [f"annotation.invalid: {f}"])
+            continue
+        if annotator.model is not None:
+            if early := menu_failures(f, c, known):
+                audit.note(c.moment_id, f, early)
+                continue
+        view, answer = materialize(m, cat, f)
+        failures = filter_failures(f, c, view, answer, known, {x for x in answer.source_facts if x.startswith(
+            "defect:")}) if annotator.model is not None else []
+        audit.note(c.moment_id, f, failures, view.task_id)
+        if not failures:
+            pairs.append((view, answer))
+        else:
+            audit.rejected.append((view, answer, failures))
+    if judge is not None and pairs:
+        inputs = {v.task_id: judge_input(v, a, cat.objects) for v, a in pairs}
+        verdicts = judge.judge_all(inputs)
+        kept = []
+        for v, a in pairs:
+            verdict = verdicts[v.task_id]
+            audit.verdicts[a.moment_id] = verdict
+            if verdict.accept:
+                kept.append((v, a))
+            else:
+                broken = [k for k, c in verdict.criteria.items() if not c.passed]
+                audit.rows[a.moment_id]["failures"].append(
+                    f"judge.rejected: {verdict.error or ', '.join(broken)}")
+                audit.rejected.append((v, a, audit.rows[a.moment_id]["failures"]))
+        pairs = kept
+    return sorted(pairs, key=lambda p: p[0].task_id)
+
+
+def _store_calibration(graph: Graph, result: CalibrationResult) -> None:
+    node = NodeRow(_calibration_id(result), (Label.CALIBRATION,), {
+        "model": result.model, "prompt_version": result.prompt_version, "cases": result.cases,
+        "correct": result.correct, "misclassified": result.misclassified, "tolerance": result.tolerance,
+        "passed": result.passed, "at": datetime.now(UTC).isoformat(timespec="seconds")})
+    with graph.writer() as w:
+        w.nodes([node])
+
+
+def _calibration_id(result: CalibrationResult) -> str:
+    return f"calibration:{result.model}:v{result.prompt_version}"
+
+
+def _store_audit(graph: Graph, audit: Audit, package: str, stored: set[str]) -> None:
+    """Every annotation with its filter verdicts, and every judge verdict, linked to its decision moment and
+    task, so a reviewer sees in Browser why each candidate was admitted or rejected."""
+    nodes: list[NodeRow] = []
+    edges: list[EdgeRow] = []
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    settings = audit.annotator.settings_json() if hasattr(audit.annotator, "settings_json") else None
+    for moment_id, row in sorted(audit.rows.items()):
+        framing: Framing | None = row["framing"]
+        aid = f"annotation:{moment_id.removeprefix('moment:')}:{package[:12]}"
+        nodes.append(NodeRow(aid, (Label.ANNOTATION,), {
+            "annotator": audit.annotator.name, "model": audit.annotator.model, "settings": settings,
+            "prompt_version": ANNOTATOR_PROMPT_VERSION if audit.annotator.model else None,
+            "title": framing.title if framing else None, "context": framing.context if framing else None,
+            "question": framing.question if framing else None, "menu": framing.menu if framing else [],
+            "filter_failures": row["failures"], "admitted": not row["failures"], "package": package, "at": now}))
+        nodes[-1].props["moment_id"] = moment_id
+        if moment_id in stored:  # materialized: _store wrote its DecisionMoment (admitted or with its reasons)
+            edges.append(EdgeRow(Rel.ANNOTATES, aid, Label.ANNOTATION, moment_id, Label.DECISION_MOMENT))
+            if not row["failures"]:
+                edges.append(EdgeRow(Rel.FRAMED_BY, row["task_id"], Label.TASK, aid, Label.ANNOTATION))
+        if (verdict := audit.verdicts.get(moment_id)) is not None and audit.judge is not None:
+            vid = f"verdict:{moment_id.removeprefix('moment:')}:{package[:12]}"
+            nodes.append(NodeRow(vid, (Label.JUDGE_VERDICT,), {
+                "model": audit.judge.model, "prompt_version": JUDGE_PROMPT_VERSION, "accept": verdict.accept,
+                "error": verdict.error, "criteria": json.dumps({k: {"pass": c.passed, "reason": c.reason}
+                                                               for k, c in verdict.criteria.items()}, sort_keys=True),
+                "failed_criteria": [k for k, c in verdict.criteria.items() if not c.passed], "package": package,
+                "at": now}))
+            edges.append(EdgeRow(Rel.JUDGES, vid, Label.JUDGE_VERDICT, aid, Label.ANNOTATION))
+            if audit.calibration is not None:
+                edges.append(EdgeRow(Rel.CALIBRATED_BY, vid, Label.JUDGE_VERDICT, _calibration_id(audit.calibration),
+                                     Label.CALIBRATION))
+    with graph.writer() as w:
+        w.run("compiler/clear_annotations", package=package)
+        w.nodes(nodes)
+        w.edges(edges)
 
 
 def gate_table(summary: CompileSummary) -> str:

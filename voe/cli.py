@@ -230,13 +230,49 @@ def fetch(record: str, into: Path, include: tuple[str, ...], max_bytes: int | No
 
 
 # ---------------------------------------------------------------------------------------- compile
+def _model_client(spec: str, option: str, base_url: str | None, response_format: str) -> Any:
+    from compiler.llm import Budget, ChatClient, ResponseCache, Settings, default_cache_dir
+    from voe.errors import UsageError
+
+    if not spec.startswith("openai:") or not spec.removeprefix("openai:"):
+        raise UsageError(f"{option} {spec!r}: expected openai:MODEL")
+    settings = Settings(model=spec.removeprefix("openai:"), protocol="json", response_format=response_format)
+    return ChatClient(settings, base_url, cache=ResponseCache(default_cache_dir()), run_cache=ResponseCache(None),
+                      budget=Budget(), prices={})
+
+
+def _annotator(spec: str | None, base_url: str | None, response_format: str) -> Any:
+    if spec is None:
+        return None
+    from compiler.annotate import LLMAnnotator
+
+    return LLMAnnotator(_model_client(spec, "--annotator", base_url, response_format))
+
+
+def _judge(spec: str | None, base_url: str | None) -> Any:
+    if spec is None:
+        return None
+    from compiler.judge import Judge
+
+    return Judge(_model_client(spec, "--judge", base_url, "json_object"))
+
+
 @cli.command("compile")
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="Folder for the task package (tasks, evidence, answers, manifest, schema).")
 @click.option("--archive", "archives", multiple=True, type=click.Path(path_type=Path),
               help="Ingest this path first (repeatable); without it the graph is taken as it stands.")
+@click.option("--annotator", help="openai:MODEL writes each task's framing and picks its distractors (default: the "
+                                  "deterministic template, offline).")
+@click.option("--judge", help="openai:MODEL scores every framing on the six criteria of DESIGN 7, after it passes "
+                              "calibration on the project's fixed cases.")
+@click.option("--base-url", help="OpenAI-compatible endpoint of the annotator and judge (default: OPENAI_BASE_URL).")
+@click.option("--response-format", "response_format",
+              type=click.Choice(["json_schema", "json_object", "json_object_schema", "none"]), default="json_schema",
+              show_default=True, help="How the annotator's JSON reply is requested (servers differ).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def compile_cmd(out: Path, archives: tuple[Path, ...], as_json: bool) -> None:
+def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, judge: str | None,
+                base_url: str | None, response_format: str, as_json: bool) -> None:
     """Compile realized-only decision tasks from the graph into a versioned task package.
 
     Each subject item of the graph becomes one decision (compiler/moments.py): a packet whose
@@ -262,7 +298,8 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], as_json: bool) -> None:
                 for err in report.errors:
                     click.echo(f"error: {err.path}: {err.message}", err=True)
                 sys.exit(2)
-        summary = compile_package(graph, out)
+        summary = compile_package(graph, out, annotator=_annotator(annotator, base_url, response_format),
+                                  judge=_judge(judge, base_url))
     if as_json:
         _emit_json(summary.model_dump())
     else:
