@@ -153,6 +153,9 @@ class LocalNeo4j:
                     "dbms.security.auth_enabled=false",
                     f"server.memory.pagecache.size={self.pagecache}",
                     "dbms.usage_report.enabled=false",
+                    # the Browser asks no usage-data question (5.26 has no server setting for its outgoing
+                    # connections: browser.allow_outgoing_connections is refused by strict validation)
+                    "client.allow_telemetry=false",
                     "db.tx_log.rotation.retention_policy=1 files",
                     "",
                 ]

@@ -1,0 +1,78 @@
+"""Neo4j Browser as a review tool (issue 11, part): every named query of cypher/browser/ runs on a compiled
+graph and shows what it says; `voe browse` prints a Browser URL carrying the query."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from compiler.package import compile_package, load_package
+from compiler.run import run_policy
+from ingest import ingest_paths
+from verifiers.score import score_run
+from voe.browse import named_queries, parameters, query_text, style
+from voe.graph import Graph
+
+
+@pytest.fixture(scope="module")
+def compiled(_session_graph: Graph, archives: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    graph = _session_graph
+    graph.clear()
+    graph.apply_schema()
+    assert ingest_paths([archives / s for s in ("mds2-4103", "mds2-2525", "mds2-2106")], graph).errors == []
+    root = tmp_path_factory.mktemp("browse")
+    summary = compile_package(graph, root / "pkg")
+    run_policy(root / "pkg", "reference", 1, 0, root / "run")
+    score_run(graph, root / "run")
+    views, _, _, _ = load_package(root / "pkg")
+    trajectory = json.loads((root / "run" / "trajectories.jsonl").read_text().splitlines()[0])["trajectory_id"]
+    return {"package": summary.content_hash, "task_id": views[0].task_id, "menu": str(len(views[0].menu)),
+            "ark": "ark:/88434/mds2-4103", "trajectory_id": trajectory}
+
+
+def _run(graph: Graph, name: str, values: dict[str, str]) -> list[dict[str, object]]:
+    with graph._driver.session() as s:  # noqa: SLF001 - the test runs the queries as the Browser would
+        return s.run(f"CYPHER 5 {query_text(name, values)}").data()
+
+
+def test_every_named_query_runs_and_shows_what_it_names(_session_graph: Graph, compiled: dict[str, str]) -> None:
+    assert set(named_queries()) == {"task_evidence", "record_defects", "admission", "trajectory", "tasks"}
+    for name in named_queries():
+        rows = _run(_session_graph, name, {p: compiled[p] for p in parameters(name)})
+        assert rows, name
+    menu = _run(_session_graph, "task_evidence", {"task_id": compiled["task_id"]})
+    assert len({json.dumps(r["menu"], sort_keys=True, default=str) for r in menu}) == int(compiled["menu"])
+    admission = _run(_session_graph, "admission", {"package": compiled["package"]})
+    assert any(r["admitted"] and r["task"] == compiled["task_id"] for r in admission)
+
+
+def test_voe_browse_prints_a_browser_url_with_the_query(compiled: dict[str, str], cli_env: dict[str, str]) -> None:
+    done = subprocess.run([sys.executable, "-m", "voe", "browse", compiled["task_id"], "--json"], capture_output=True,
+                          text=True, env=cli_env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    url = urlparse(out["url"])
+    args = {k: v[0] for k, v in parse_qs(url.query).items()}
+    assert url.path == "/browser/" and args["preselectAuthMethod"] == "NO_AUTH" and args["cmd"] == "edit"
+    assert args["dbms"] == cli_env["NEO4J_URI"] and args["arg"] == out["query"]
+    assert json.dumps(compiled["task_id"]) in out["query"] and "$task_id" not in out["query"]
+    missing = subprocess.run([sys.executable, "-m", "voe", "browse", "--query", "record_defects"], capture_output=True,
+                             text=True, env=cli_env, timeout=60)
+    assert missing.returncode == 2 and "--param ark=" in missing.stderr
+
+
+def test_the_style_gives_every_label_a_readable_caption() -> None:
+    import re
+
+    from voe.ontology import Label
+
+    text = style()
+    for label in Label:
+        if label is not Label.NODE:
+            assert re.search(rf"^node\.{label.value} \{{.*caption: '\{{[a-z_]+\}}';", text, re.M), label
+    assert "{id}" not in text  # ids and hashes read badly
