@@ -1,0 +1,433 @@
+"""`voe export`: a task package as JSON-LD, packed as an RO-Crate 1.2, validated with SHACL, content-hashed.
+
+Layout of an export folder (every file deterministic: sorted keys, nodes sorted by @id, no timestamps):
+  tasks.jsonld            the package (voe:TaskPackage), its workflows (prov:Plan) and policy-visible tasks
+                          (voe:Task, a prov:Entity prov:wasDerivedFrom the evidence its menu offers)
+  evidence.jsonld         what each request returns (voe:Evidence, a prov:Entity) with its facts
+                          (voe:ObservedFact) and each fact's source location (file path, locator, sha256)
+  answers.jsonld          only with include_answers: the verifier-only TaskAnswers and the package's audit
+                          (counts, release gate), each node `voe:verifierOnly true`, in their own vocabulary (voea:)
+  ro-crate-metadata.json  the RO-Crate 1.2 envelope (schema.org): root Dataset, one File per .jsonld with its
+                          sha256 and size, and the RDFC-1.0 content hash of the exported graph
+
+The .jsonld files carry their context inline (ontology/export-context.jsonld, plus
+ontology/export-answers-context.jsonld for the answers) so any JSON-LD tool reads them without a fetch; the
+crate names the RO-Crate context by its URL, as the specification asks, and voe reads it from
+ontology/ro-crate-1.2-context.jsonld. Nothing here touches the network: the JSON-LD document loader refuses
+every URL it does not serve from disk.
+
+Modelling choices (DESIGN is silent on them):
+- Every number is a typed literal written as a string (xsd:integer, xsd:decimal, xsd:boolean), so the RDF, and
+  so the hash, do not depend on how a JSON library prints 72.0.
+- Ordered lists are JSON-LD @list (actions, answer id lists) or carry `voe:position` (tasks, menu entries,
+  evidence objects, facts), so the package files can be rebuilt line for line (compiler/import_package.py).
+- Free-form JSON (an evidence object's `metadata`, the manifest's sources, counts and gate) is kept as a tree:
+  an object is a `voe:JsonObject` node whose properties are its keys in the `voekey:` namespace
+  (percent-encoded), an array a @list, null the IRI voe:null.
+- Tasks, evidence objects, menu entries, facts, source locations and JSON objects get IRIs under
+  https://w3id.org/voe/id/ (the percent-encoded voe id, then `/menu/E1`, `/fact/3`, `/fact/3/source`,
+  `/metadata/members/4`); list cells, reference steps and binding rules are blank nodes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import rdflib
+from pydantic import BaseModel
+from pyld import jsonld  # type: ignore[import-untyped]
+from pyld.canon import URDNA2015  # type: ignore[import-untyped]
+from pyshacl import validate as shacl_validate
+
+from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
+from compiler.package import load_package
+from voe.errors import InputError, VoeError
+from voe.resources import data_path
+
+VOE = "https://w3id.org/voe/ontology#"
+VOEA = "https://w3id.org/voe/answer#"
+ID = "https://w3id.org/voe/id/"
+ACT = "https://w3id.org/voe/action#"
+KEY = "https://w3id.org/voe/key#"
+SCHEMA = "http://schema.org/"
+PROV = "http://www.w3.org/ns/prov#"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+NULL = VOE + "null"
+
+TASKS, EVIDENCE, ANSWERS, CRATE = "tasks.jsonld", "evidence.jsonld", "answers.jsonld", "ro-crate-metadata.json"
+GRAPH_FILES = (TASKS, EVIDENCE, ANSWERS)
+
+CRATE_SPEC = "https://w3id.org/ro/crate/1.2"
+CRATE_CONTEXT_URL = f"{CRATE_SPEC}/context"
+# RO-Crate 1.2 has no term of its own for a file's digest; this is the one the Workflow Run profiles define
+SHA256_TERM = "https://w3id.org/ro/terms/workflow-run#sha256"
+HASH_PROPERTY = VOE + "rdfc10Sha256"
+
+# contexts served from disk by URL: the only documents the JSON-LD loader ever returns
+LOCAL_CONTEXTS = {
+    CRATE_CONTEXT_URL: "ro-crate-1.2-context.jsonld",
+    "https://w3id.org/voe/export-context.jsonld": "export-context.jsonld",
+    "https://w3id.org/voe/export-answers-context.jsonld": "export-answers-context.jsonld",
+}
+
+
+class ExportInvalid(VoeError):
+    """The exported graph fails ontology/export-shapes.ttl; the message is pyshacl's report (exit 1)."""
+
+    exit_code = 1
+
+
+class ExportSummary(BaseModel):
+    out: str
+    tasks: int
+    evidence: int
+    answers: int  # 0 without include_answers
+    include_answers: bool
+    triples: int
+    content_hash: str  # sha256 of the RDFC-1.0 (URDNA2015) canonical N-Quads of the exported .jsonld files
+    package_content_hash: str  # the source package's own content hash (manifest.json)
+    files: dict[str, str]  # file name -> sha256 of its bytes
+
+
+class ValidationReport(BaseModel):
+    conforms: bool
+    triples: int
+    files: list[str]
+
+
+# ---------------------------------------------------------------- contexts, loading
+
+
+def context(name: str) -> Any:
+    """The `@context` value of one of the context files shipped in ontology/."""
+    return json.loads((data_path("ontology") / name).read_text(encoding="utf-8"))["@context"]
+
+
+def document_loader(url: str, options: Any = None) -> dict[str, Any]:
+    """A pyld document loader that serves the shipped contexts and refuses everything else, so that a JSON-LD
+    operation can never reach the network."""
+    name = LOCAL_CONTEXTS.get(url.rstrip("/"))
+    if name is None:
+        raise InputError(f"refusing to fetch the remote JSON-LD document {url}: voe works offline and ships only "
+                         f"{', '.join(sorted(LOCAL_CONTEXTS))}")
+    doc = json.loads((data_path("ontology") / name).read_text(encoding="utf-8"))
+    return {"contextUrl": None, "documentUrl": url, "document": doc, "contentType": "application/ld+json"}
+
+
+def _inline_contexts(value: Any, where: Path) -> Any:
+    """Replace each context URL voe ships by the context itself; any other URL is refused (rdflib would fetch it)."""
+    if isinstance(value, list):
+        return [_inline_contexts(v, where) for v in value]
+    if isinstance(value, str):
+        if value.rstrip("/") not in LOCAL_CONTEXTS:
+            raise InputError(f"the JSON-LD context {value} is not one voe ships; refusing to fetch it", path=str(where))
+        return document_loader(value)["document"]["@context"]
+    return value
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror or exc})", path=str(path)) from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not JSON ({exc})", path=str(path)) from exc
+
+
+def load_jsonld(path: Path) -> rdflib.Graph:
+    """Parse one exported file (or ro-crate-metadata.json) with rdflib, contexts from disk, relative ids
+    resolved against the file's folder."""
+    doc = read_json(path)
+    if isinstance(doc, dict) and "@context" in doc:
+        doc["@context"] = _inline_contexts(doc["@context"], path)
+    g = rdflib.Graph()
+    try:
+        g.parse(data=json.dumps(doc), format="json-ld", base=path.parent.resolve().as_uri() + "/")
+    except Exception as exc:  # noqa: BLE001 - rdflib raises many kinds for malformed JSON-LD; one verdict
+        raise InputError(f"not valid JSON-LD ({exc})", path=str(path)) from exc
+    return g
+
+
+# ---------------------------------------------------------------- IRIs and values
+
+
+def iri(voe_id: str) -> str:
+    return ID + quote(voe_id, safe="")
+
+
+def action_iri(action: str) -> str:
+    return ACT + action
+
+
+def _decimal(x: float) -> str:
+    if x != x or x in (float("inf"), float("-inf")):
+        raise InputError(f"{x} has no JSON or xsd:decimal form")
+    text = format(Decimal(repr(x)), "f")  # plain notation: 1e-05 is not an xsd:decimal lexical form
+    return text if "." in text else text + ".0"
+
+
+def tree(value: Any, at: str, keys: dict[str, str] | None = None, node_type: str = "JsonObject") -> Any:
+    """JSON as JSON-LD values that keep its types (see the module docstring). An object gets the IRI `at` (its
+    parent's IRI, then `/key` or `/index`): blank objects inside long lists all look alike to URDNA2015, whose
+    canonicalization of a real package's metadata then took minutes. `keys` maps known object keys to properties
+    of their own (e.g. a source location's `path` to voe:filePath)."""
+    if value is None:
+        return {"@id": NULL}
+    if isinstance(value, bool):  # before int: a bool is an int in Python
+        return {"@value": "true" if value else "false", "@type": "xsd:boolean"}
+    if isinstance(value, int):
+        return {"@value": str(value), "@type": "xsd:integer"}
+    if isinstance(value, float):
+        return {"@value": _decimal(value), "@type": "xsd:decimal"}
+    if isinstance(value, str):
+        return {"@value": value}
+    if isinstance(value, list):
+        return {"@list": [tree(v, f"{at}/{i}") for i, v in enumerate(value)]}
+    if isinstance(value, dict):
+        node: dict[str, Any] = {"@id": at, "@type": node_type}
+        for k, v in value.items():
+            step = quote(str(k), safe="")
+            node[(keys or {}).get(k) or "voekey:" + step] = tree(v, f"{at}/{step}")
+        return node
+    raise InputError(f"a {type(value).__name__} is not JSON")
+
+
+SOURCE_KEYS = {"path": "voe:filePath", "locator": "voe:locator", "sha256": "voe:sha256"}
+
+
+# ---------------------------------------------------------------- the documents
+
+
+def _package_iri(manifest: Manifest) -> str:
+    return ID + "package/" + manifest.content_hash
+
+
+def tasks_document(views: list[TaskView], manifest: Manifest) -> dict[str, Any]:
+    package = _package_iri(manifest)
+    nodes: list[dict[str, Any]] = [{
+        "@id": package, "@type": ["TaskPackage", "Entity"], "packageVersion": str(manifest.package_version),
+        "compilerVersion": manifest.compiler_version, "packageContentHash": manifest.content_hash,
+        "graphHash": manifest.graph_hash, "annotator": manifest.annotator,
+        "sources": tree(manifest.sources, package + "/sources"), "files": tree(manifest.files, package + "/files")}]
+    workflows: dict[str, str] = {}
+    for n, v in enumerate(views):
+        if workflows.setdefault(v.workflow_id, v.workflow_title) != v.workflow_title:
+            raise InputError(f"workflow {v.workflow_id} has two titles in the package ({workflows[v.workflow_id]!r}, "
+                             f"{v.workflow_title!r}); it cannot be one prov:Plan")
+        task = iri(v.task_id)
+        nodes.append({
+            "@id": task, "@type": ["Task", "Entity"], "identifier": v.task_id, "position": str(n),
+            "question": v.question, "horizon": str(v.horizon), "workflow": iri(v.workflow_id), "isPartOf": package,
+            "actions": [action_iri(a.value) for a in v.actions],
+            "wasDerivedFrom": sorted({iri(e.evidence_id) for e in v.menu}),
+            "menu": [{"@id": f"{task}/menu/{quote(e.entry_id, safe='')}", "@type": "MenuEntry",
+                      "identifier": e.entry_id, "position": str(i), "offers": iri(e.evidence_id), "kind": e.kind,
+                      "name": e.title, "requestAction": action_iri(e.request_action.value)}
+                     for i, e in enumerate(v.menu)]})
+    nodes += [{"@id": iri(w), "@type": ["Workflow", "Plan"], "identifier": w, "name": t} for w, t in workflows.items()]
+    return {"@context": context("export-context.jsonld"), "@graph": sorted(nodes, key=lambda x: str(x["@id"]))}
+
+
+def evidence_document(evidence: list[EvidenceObject]) -> dict[str, Any]:
+    nodes: list[dict[str, Any]] = []
+    for n, e in enumerate(evidence):
+        ev = iri(e.evidence_id)
+        node: dict[str, Any] = {"@id": ev, "@type": ["Evidence", "Entity"], "identifier": e.evidence_id,
+                                "position": str(n), "status": e.status, "metadata": tree(e.metadata, ev + "/metadata")}
+        for field, term in (("kind", "kind"), ("title", "name"), ("record", "record"), ("provenance", "provenance")):
+            if getattr(e, field) is not None:  # absent reads back as None, the models' default
+                node[term] = getattr(e, field)
+        facts = []
+        for i, f in enumerate(e.facts):
+            fact: dict[str, Any] = {"@id": f"{ev}/fact/{i}", "@type": ["ObservedFact", "Entity"], "position": str(i),
+                                    "statement": f.statement}
+            if f.source is not None:
+                fact["source"] = tree(f.source, f"{ev}/fact/{i}/source", SOURCE_KEYS, "SourceLocation")
+            facts.append(fact)
+        if facts:
+            node["fact"] = facts
+        nodes.append(node)
+    return {"@context": context("export-context.jsonld"), "@graph": sorted(nodes, key=lambda x: str(x["@id"]))}
+
+
+def answers_document(views: list[TaskView], answers: dict[str, TaskAnswer], manifest: Manifest) -> dict[str, Any]:
+    package = _package_iri(manifest)
+    nodes: list[dict[str, Any]] = [{
+        "@id": package + "/audit", "@type": "PackageAudit", "verifierOnly": "true", "auditOf": package,
+        "counts": tree(manifest.counts, package + "/audit/counts"),
+        "gate": tree(manifest.gate, package + "/audit/gate")}]
+
+    def rules(by_class: dict[str, list[str]]) -> list[dict[str, Any]]:
+        return [{"@type": "BindingRule", "actionClass": action_iri(c), "evidenceIds": [iri(e) for e in ids]}
+                for c, ids in sorted(by_class.items())]
+
+    for n, v in enumerate(views):
+        a = answers[v.task_id]
+        steps = []
+        for s in a.reference:
+            step: dict[str, Any] = {"@type": "ReferenceStep", "action": action_iri(s.action.value)}
+            if s.evidence_id is not None:
+                step["evidence"] = iri(s.evidence_id)
+            if s.payload is not None:
+                step["payload"] = [iri(e) for e in s.payload]
+            steps.append(step)
+        nodes.append({
+            "@id": ID + "answer/" + quote(a.task_id, safe=""), "@type": "TaskAnswer", "verifierOnly": "true",
+            "position": str(n), "answerOf": iri(a.task_id), "family": a.family.value, "momentId": a.moment_id,
+            "acceptedClasses": [action_iri(c.value) for c in a.accepted_classes],
+            "binding": [iri(e) for e in a.binding], "needed": [iri(e) for e in a.needed],
+            "useful": [iri(e) for e in a.useful], "reference": steps, "referenceClass": action_iri(a.reference_class.value),
+            "referencePayload": [iri(e) for e in a.reference_payload], "mustBind": rules(a.must_bind),
+            "mayBind": rules(a.may_bind), "decision": a.decision, "sourceFacts": list(a.source_facts)})
+    return {"@context": [context("export-context.jsonld"), context("export-answers-context.jsonld")],
+            "@graph": sorted(nodes, key=lambda x: str(x["@id"]))}
+
+
+def _dump(doc: Any) -> bytes:
+    return (json.dumps(doc, sort_keys=True, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+
+
+# ---------------------------------------------------------------- hash and validation
+
+
+def content_hash(out: Path) -> tuple[str, int]:
+    """sha256 of the RDFC-1.0 (URDNA2015) canonical N-Quads of the union of the exported .jsonld files, and the
+    number of quads. Blank nodes are relabelled per file first: a label is local to its document."""
+    quads: dict[str, Any] = {}  # a quad said in two files is one quad of the union
+    for i, name in enumerate(n for n in GRAPH_FILES if (out / n).is_file()):
+        try:
+            dataset = jsonld.to_rdf(read_json(out / name), {"documentLoader": document_loader, "base": ""})
+        except jsonld.JsonLdError as exc:
+            raise InputError(f"not valid JSON-LD ({exc})", path=str(out / name)) from exc
+        for graph_name, graph_quads in dataset.items():
+            for q in graph_quads:
+                for part in ("subject", "object"):
+                    if q[part]["type"] == "blank node":
+                        q[part]["value"] = f"_:f{i}{q[part]['value'][2:]}"
+                quads[jsonld.JsonLdProcessor.to_nquad(q, None if graph_name == "@default" else graph_name)] = (
+                    graph_name, q)
+    union: dict[str, list[Any]] = {}
+    for graph_name, q in quads.values():
+        union.setdefault(graph_name, []).append(q)
+    # the dataset goes to URDNA2015 directly: pyld's N-Quads parser checks duplicates pairwise (minutes here)
+    canonical = URDNA2015().main(union, {"format": "application/n-quads"})
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest(), len(quads)
+
+
+def _term(node: rdflib.term.Node) -> dict[str, str]:
+    if isinstance(node, rdflib.BNode):
+        return {"type": "blank node", "value": f"_:{node}"}
+    if isinstance(node, rdflib.URIRef):
+        return {"type": "IRI", "value": str(node)}
+    if isinstance(node, rdflib.Literal):
+        if node.language:
+            return {"type": "literal", "value": str(node), "datatype": RDF_LANG_STRING, "language": node.language}
+        return {"type": "literal", "value": str(node), "datatype": str(node.datatype or XSD + "string")}
+    raise InputError(f"{node!r} is not an RDF term")
+
+
+RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+
+
+def canonical_nquads(graph: rdflib.Graph) -> str:
+    """RDFC-1.0 (URDNA2015) canonical N-Quads of an rdflib graph: two graphs are isomorphic exactly when these
+    are equal (rdflib's own `isomorphic` takes minutes on an export's blank-node lists)."""
+    triples = [{"subject": _term(s), "predicate": _term(p), "object": _term(o)} for s, p, o in graph]
+    return str(URDNA2015().main({"@default": triples}, {"format": "application/n-quads"}))
+
+
+def validate(out: Path) -> ValidationReport:
+    """Check the exported .jsonld files in `out` against ontology/export-shapes.ttl. Raises ExportInvalid with
+    pyshacl's readable report (each failed rule by its shape IRI and message) when they do not conform."""
+    names = [n for n in GRAPH_FILES if (out / n).is_file()]
+    if TASKS not in names or EVIDENCE not in names:
+        raise InputError(f"not a voe export (needs {TASKS} and {EVIDENCE})", path=str(out))
+    data = rdflib.Graph()
+    exported_in = rdflib.URIRef(VOE + "exportedIn")
+    for name in names:
+        g = load_jsonld(out / name)
+        # which file described each node: the shapes keep verifier-only data to answers.jsonld with it
+        for s in set(g.subjects()):
+            data.add((s, exported_in, rdflib.Literal(name)))
+        data += g
+    shapes = rdflib.Graph().parse(data_path("ontology") / "export-shapes.ttl", format="turtle")
+    conforms, _, text = shacl_validate(data, shacl_graph=shapes, inference="none", allow_warnings=False)
+    if not conforms:
+        raise ExportInvalid(f"the export in {out} does not conform to ontology/export-shapes.ttl:\n{text}")
+    return ValidationReport(conforms=True, triples=len(data) - sum(1 for _ in data.triples((None, exported_in, None))),
+                            files=names)
+
+
+# ---------------------------------------------------------------- the crate
+
+
+def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, counts: dict[str, int]) -> dict[str, Any]:
+    described = {
+        TASKS: f"{counts['tasks']} policy-visible tasks (voe:Task, prov:Entity) with their menus and workflows",
+        EVIDENCE: f"{counts['evidence']} evidence objects (voe:Evidence) with their facts and source locations",
+        ANSWERS: f"{counts['answers']} verifier-only task answers and the package's audit; never give this file to "
+                 "a policy",
+    }
+    parts: list[dict[str, Any]] = []
+    for name in sorted(files):
+        part: dict[str, Any] = {"@id": name, "@type": "File", "name": name, "description": described[name],
+                                "encodingFormat": "application/ld+json", "contentSize": str(len(files[name])),
+                                "sha256": hashlib.sha256(files[name]).hexdigest()}
+        if name == ANSWERS:
+            part["voe:verifierOnly"] = True
+        parts.append(part)
+    sources = ", ".join(str(s.get("ark")) for s in manifest.sources)
+    root = {
+        "@id": "./", "@type": "Dataset", "name": f"voe task package {manifest.content_hash[:12]}",
+        "description": f"Realized-only decision tasks compiled by {manifest.compiler_version} from the archive "
+                       f"records {sources}, exported as JSON-LD (PROV-O, schema.org). "
+                       + ("Verifier-only answers included (answers.jsonld)." if ANSWERS in files
+                          else "Policy-visible files only: no answers."),
+        "identifier": [{"@id": "#content-hash"}, {"@id": "#package-content-hash"}],
+        "hasPart": [{"@id": p["@id"]} for p in parts], "version": str(manifest.package_version)}
+    graph = [
+        {"@id": CRATE, "@type": "CreativeWork", "conformsTo": {"@id": CRATE_SPEC}, "about": {"@id": "./"}},
+        root,
+        {"@id": "#content-hash", "@type": "PropertyValue", "propertyID": HASH_PROPERTY, "name": "RDFC-1.0 content hash",
+         "description": "sha256 of the RDFC-1.0 (URDNA2015) canonical N-Quads of the union of the .jsonld files",
+         "value": digest},
+        {"@id": "#package-content-hash", "@type": "PropertyValue", "propertyID": VOE + "packageContentHash",
+         "name": "voe package content hash", "description": "the content hash in the source package's manifest.json",
+         "value": manifest.content_hash},
+        *parts]
+    return {"@context": [CRATE_CONTEXT_URL, {"sha256": SHA256_TERM, "voe": VOE}],
+            "@graph": sorted(graph, key=lambda x: str(x["@id"]))}
+
+
+def export_package(pkg: Path, out: Path, include_answers: bool = False) -> ExportSummary:
+    """Export the package folder `pkg` as JSON-LD into `out` (see the module docstring for the files), validate it
+    with SHACL and record its RDFC-1.0 content hash in ro-crate-metadata.json, which is written last, only for
+    an export that conforms.
+
+    Raises InputError (exit 2) when `pkg` is not a readable package, ExportInvalid (exit 1) with pyshacl's
+    report when the export fails the shapes. The CLI (`voe export PKG --out DIR [--include-answers]`) prints
+    `exported T tasks, E evidence objects[, A verifier-only answers] to DIR (content hash H)` and with `--json`
+    the ExportSummary."""
+    views, evidence_by_id, answers, manifest = load_package(pkg)
+    evidence = list(evidence_by_id.values())  # load_package keeps the file's order
+    files = {TASKS: _dump(tasks_document(views, manifest)), EVIDENCE: _dump(evidence_document(evidence))}
+    if include_answers:
+        files[ANSWERS] = _dump(answers_document(views, answers, manifest))
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in (*GRAPH_FILES, CRATE):  # an earlier export's answers must not survive one without them
+        (out / stale).unlink(missing_ok=True)
+    for name, data in files.items():
+        (out / name).write_bytes(data)
+    report = validate(out)
+    digest, _ = content_hash(out)
+    counts = {"tasks": len(views), "evidence": len(evidence), "answers": len(answers) if include_answers else 0}
+    (out / CRATE).write_bytes(_dump(crate_metadata(files, digest, manifest, counts)))
+    return ExportSummary(out=str(out), tasks=len(views), evidence=len(evidence), answers=counts["answers"],
+                         include_answers=include_answers, triples=report.triples, content_hash=digest,
+                         package_content_hash=manifest.content_hash,
+                         files={n: hashlib.sha256(d).hexdigest() for n, d in sorted(files.items())})
