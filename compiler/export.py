@@ -44,9 +44,11 @@ from pyld import jsonld  # type: ignore[import-untyped]
 from pyld.canon import URDNA2015  # type: ignore[import-untyped]
 from pyshacl import validate as shacl_validate
 
+from compiler.croissant import CONFORMS_TO as CROISSANT_CONFORMS_TO
+from compiler.croissant import CROISSANT, JSONL, croissant_metadata
 from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
 from compiler.package import load_package
-from voe.errors import InputError, VoeError
+from voe.errors import InputError, UsageError, VoeError
 from voe.resources import data_path
 
 VOE = "https://w3id.org/voe/ontology#"
@@ -59,13 +61,15 @@ PROV = "http://www.w3.org/ns/prov#"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 NULL = VOE + "null"
 
-TASKS, EVIDENCE, ANSWERS, CRATE = "tasks.jsonld", "evidence.jsonld", "answers.jsonld", "ro-crate-metadata.json"
-GRAPH_FILES = (TASKS, EVIDENCE, ANSWERS)
+TASKS, EVIDENCE, RUNS, ANSWERS = "tasks.jsonld", "evidence.jsonld", "runs.jsonld", "answers.jsonld"
+CRATE = "ro-crate-metadata.json"
+GRAPH_FILES = (TASKS, EVIDENCE, RUNS, ANSWERS)
+PACKAGE_FILES = ("tasks.jsonl", "evidence.jsonl", "answers.jsonl")  # copied as they are, described by croissant.json
 
 CRATE_SPEC = "https://w3id.org/ro/crate/1.2"
 CRATE_CONTEXT_URL = f"{CRATE_SPEC}/context"
-# RO-Crate 1.2 has no term of its own for a file's digest; this is the one the Workflow Run profiles define
-SHA256_TERM = "https://w3id.org/ro/terms/workflow-run#sha256"
+# the RO-Crate 1.2 context's own term for a file's digest
+SHA256_TERM = "http://schema.org/sha256"
 HASH_PROPERTY = VOE + "rdfc10Sha256"
 
 # contexts served from disk by URL: the only documents the JSON-LD loader ever returns
@@ -87,6 +91,9 @@ class ExportSummary(BaseModel):
     tasks: int
     evidence: int
     answers: int  # 0 without include_answers
+    runs: int = 0
+    trajectories: int = 0
+    verdicts: int = 0  # with include_answers: one per trajectory of the runs
     include_answers: bool
     triples: int
     content_hash: str  # sha256 of the RDFC-1.0 (URDNA2015) canonical N-Quads of the exported .jsonld files
@@ -255,9 +262,10 @@ def evidence_document(evidence: list[EvidenceObject]) -> dict[str, Any]:
     return {"@context": context("export-context.jsonld"), "@graph": sorted(nodes, key=lambda x: str(x["@id"]))}
 
 
-def answers_document(views: list[TaskView], answers: dict[str, TaskAnswer], manifest: Manifest) -> dict[str, Any]:
+def answers_document(views: list[TaskView], answers: dict[str, TaskAnswer], manifest: Manifest,
+                     verdicts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     package = _package_iri(manifest)
-    nodes: list[dict[str, Any]] = [{
+    nodes: list[dict[str, Any]] = [*(verdicts or []), {
         "@id": package + "/audit", "@type": "PackageAudit", "verifierOnly": "true", "auditOf": package,
         "counts": tree(manifest.counts, package + "/audit/counts"),
         "gate": tree(manifest.gate, package + "/audit/gate")}]
@@ -366,12 +374,40 @@ def validate(out: Path) -> ValidationReport:
 # ---------------------------------------------------------------- the crate
 
 
-def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, counts: dict[str, int]) -> dict[str, Any]:
+SOURCE_TERMS = "#terms-of-the-sources"
+
+
+def published_date(date: str | None = None) -> str:
+    """The crate's datePublished: `date` (YYYY-MM-DD), else SOURCE_DATE_EPOCH (the reproducible-builds convention,
+    so that two exports of one package are byte-identical), else today (UTC)."""
+    import datetime as dt  # noqa: PLC0415 - only the crate needs it
+    import os  # noqa: PLC0415
+
+    if date is not None:
+        try:
+            return dt.date.fromisoformat(date).isoformat()
+        except ValueError as exc:
+            raise UsageError(f"--date {date!r}: expected YYYY-MM-DD") from exc
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch:
+        try:
+            return dt.datetime.fromtimestamp(int(epoch), dt.UTC).date().isoformat()
+        except (ValueError, OverflowError, OSError) as exc:
+            raise UsageError(f"SOURCE_DATE_EPOCH={epoch!r}: expected seconds since 1970") from exc
+    return dt.datetime.now(dt.UTC).date().isoformat()
+
+
+def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, counts: dict[str, int],
+                   published: str, license_url: str | None = None, data_files: dict[str, bytes] | None = None,
+                   croissant: bytes | None = None) -> dict[str, Any]:
     described = {
         TASKS: f"{counts['tasks']} policy-visible tasks (voe:Task, prov:Entity) with their menus and workflows",
         EVIDENCE: f"{counts['evidence']} evidence objects (voe:Evidence) with their facts and source locations",
-        ANSWERS: f"{counts['answers']} verifier-only task answers and the package's audit; never give this file to "
-                 "a policy",
+        RUNS: f"{counts['runs']} runs (voe:Run, prov:Activity) with {counts['trajectories']} trajectories and their "
+              "steps, observations and actions",
+        ANSWERS: f"{counts['answers']} verifier-only task answers, the package's audit"
+                 + (f" and {counts['verdicts']} trajectory verdicts" if counts["verdicts"] else "")
+                 + "; never give this file to a policy",
     }
     parts: list[dict[str, Any]] = []
     for name in sorted(files):
@@ -381,6 +417,19 @@ def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, cou
         if name == ANSWERS:
             part["voe:verifierOnly"] = True
         parts.append(part)
+    for name, data in sorted((data_files or {}).items()):  # the package's own files, for tools that read tables
+        part = {"@id": name, "@type": "File", "name": name, "encodingFormat": JSONL, "contentSize": str(len(data)),
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "description": f"{name} of the package as `voe compile` wrote it (JSON Lines)"
+                               + ("; verifier-only: never give this file to a policy" if name == "answers.jsonl" else "")}
+        if name == "answers.jsonl":
+            part["voe:verifierOnly"] = True
+        parts.append(part)
+    if croissant is not None:
+        parts.append({"@id": CROISSANT, "@type": "File", "name": CROISSANT, "encodingFormat": "application/ld+json",
+                      "contentSize": str(len(croissant)), "sha256": hashlib.sha256(croissant).hexdigest(),
+                      "conformsTo": {"@id": CROISSANT_CONFORMS_TO},
+                      "description": "Croissant (MLCommons) description of the JSON Lines files as record sets"})
     sources = ", ".join(str(s.get("ark")) for s in manifest.sources)
     root = {
         "@id": "./", "@type": "Dataset", "name": f"voe task package {manifest.content_hash[:12]}",
@@ -389,7 +438,8 @@ def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, cou
                        + ("Verifier-only answers included (answers.jsonld)." if ANSWERS in files
                           else "Policy-visible files only: no answers."),
         "identifier": [{"@id": "#content-hash"}, {"@id": "#package-content-hash"}],
-        "hasPart": [{"@id": p["@id"]} for p in parts], "version": str(manifest.package_version)}
+        "hasPart": [{"@id": p["@id"]} for p in parts], "version": str(manifest.package_version),
+        "datePublished": published, "license": {"@id": license_url or SOURCE_TERMS}}
     graph = [
         {"@id": CRATE, "@type": "CreativeWork", "conformsTo": {"@id": CRATE_SPEC}, "about": {"@id": "./"}},
         root,
@@ -400,34 +450,57 @@ def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, cou
          "name": "voe package content hash", "description": "the content hash in the source package's manifest.json",
          "value": manifest.content_hash},
         *parts]
-    return {"@context": [CRATE_CONTEXT_URL, {"sha256": SHA256_TERM, "voe": VOE}],
+    if license_url is None:  # the package carries no license of its own: the source records' terms apply
+        graph.append({"@id": SOURCE_TERMS, "@type": "CreativeWork", "name": "terms of the source records",
+                      "description": f"No license was given at export; the terms of the archive records {sources} "
+                                     "apply (each record's landing page states them; NIST Public Data Repository "
+                                     "records: https://www.nist.gov/open/license)."})
+    return {"@context": [CRATE_CONTEXT_URL, {"voe": VOE}],
             "@graph": sorted(graph, key=lambda x: str(x["@id"]))}
 
 
-def export_package(pkg: Path, out: Path, include_answers: bool = False) -> ExportSummary:
+def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: list[Path] | tuple[Path, ...] = (),
+                   date: str | None = None, license_url: str | None = None) -> ExportSummary:
     """Export the package folder `pkg` as JSON-LD into `out` (see the module docstring for the files), validate it
     with SHACL and record its RDFC-1.0 content hash in ro-crate-metadata.json, which is written last, only for
     an export that conforms.
 
     Raises InputError (exit 2) when `pkg` is not a readable package, ExportInvalid (exit 1) with pyshacl's
-    report when the export fails the shapes. The CLI (`voe export PKG --out DIR [--include-answers]`) prints
-    `exported T tasks, E evidence objects[, A verifier-only answers] to DIR (content hash H)` and with `--json`
-    the ExportSummary."""
+    report when the export fails the shapes. `runs` (run folders of this package) go to runs.jsonld as PROV
+    activities, their verdicts to answers.jsonld (compiler/export_runs.py). The CLI
+    (`voe export PKG --out DIR [--runs RUN...] [--include-answers]`) prints `exported T tasks, E evidence
+    objects[, R runs][, A verifier-only answers] to DIR (content hash H)` and with `--json` the ExportSummary."""
+    from compiler.export_runs import load_runs, runs_document, verdict_nodes  # it builds on this module
+
+    published = published_date(date)  # a bad --date fails before any work
     views, evidence_by_id, answers, manifest = load_package(pkg)
     evidence = list(evidence_by_id.values())  # load_package keeps the file's order
+    loaded = load_runs(list(runs), manifest, views, include_answers)
     files = {TASKS: _dump(tasks_document(views, manifest)), EVIDENCE: _dump(evidence_document(evidence))}
+    if loaded:
+        files[RUNS] = _dump(runs_document(loaded, manifest, set(evidence_by_id)))
+    verdicts = verdict_nodes(loaded) if include_answers else []
     if include_answers:
-        files[ANSWERS] = _dump(answers_document(views, answers, manifest))
+        files[ANSWERS] = _dump(answers_document(views, answers, manifest, verdicts))
     out.mkdir(parents=True, exist_ok=True)
-    for stale in (*GRAPH_FILES, CRATE):  # an earlier export's answers must not survive one without them
+    data_files = {n: (pkg / n).read_bytes() for n in PACKAGE_FILES if n != "answers.jsonl" or include_answers}
+    # an earlier export's answers must not survive one without them
+    for stale in (*GRAPH_FILES, *PACKAGE_FILES, CROISSANT, CRATE):
         (out / stale).unlink(missing_ok=True)
-    for name, data in files.items():
+    for name, data in {**files, **data_files}.items():
         (out / name).write_bytes(data)
     report = validate(out)
     digest, _ = content_hash(out)
-    counts = {"tasks": len(views), "evidence": len(evidence), "answers": len(answers) if include_answers else 0}
-    (out / CRATE).write_bytes(_dump(crate_metadata(files, digest, manifest, counts)))
+    counts = {"tasks": len(views), "evidence": len(evidence), "answers": len(answers) if include_answers else 0,
+              "runs": len(loaded), "trajectories": sum(len(r.trajectories) for r in loaded), "verdicts": len(verdicts)}
+    croissant = _dump(croissant_metadata(data_files, manifest, published, license_url,
+                                         f"Realized-only decision tasks of voe package {manifest.content_hash}: "
+                                         f"{len(views)} tasks over {len(evidence)} evidence objects, as JSON Lines."))
+    (out / CROISSANT).write_bytes(croissant)
+    (out / CRATE).write_bytes(_dump(crate_metadata(files, digest, manifest, counts, published, license_url, data_files,
+                                                   croissant)))
     return ExportSummary(out=str(out), tasks=len(views), evidence=len(evidence), answers=counts["answers"],
+                         runs=counts["runs"], trajectories=counts["trajectories"], verdicts=counts["verdicts"],
                          include_answers=include_answers, triples=report.triples, content_hash=digest,
                          package_content_hash=manifest.content_hash,
                          files={n: hashlib.sha256(d).hexdigest() for n, d in sorted(files.items())})

@@ -479,6 +479,61 @@ def report_cmd(runs: tuple[Path, ...], out: Path, against: Path | None) -> None:
     click.echo(f"report written to {path}")
 
 
+@cli.command("export")
+@click.argument("package", metavar="PKG", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Folder for the RO-Crate (ro-crate-metadata.json and the .jsonld files).")
+@click.option("--runs", "runs", multiple=True, metavar="RUN", type=click.Path(path_type=Path, file_okay=False),
+              help="A run folder of this package to add as PROV activities (runs.jsonld); repeatable. With "
+                   "--include-answers its verdicts (from `voe score`) go to answers.jsonld.")
+@click.option("--include-answers", is_flag=True,
+              help="Add answers.jsonld: the verifier-only answers and audit, each node marked voe:verifierOnly.")
+@click.option("--date", metavar="YYYY-MM-DD",
+              help="The crate's datePublished (default: SOURCE_DATE_EPOCH if set, else today, UTC).")
+@click.option("--license", "license_url", metavar="URL",
+              help="The crate's license (default: a note that the source records' terms apply).")
+@click.option("--json", "as_json", is_flag=True, help="Print the export summary as JSON.")
+def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers: bool, date: str | None,
+               license_url: str | None, as_json: bool) -> None:
+    """Export a task package as JSON-LD in an RO-Crate 1.2, validated with SHACL, with its RDFC-1.0 content hash.
+
+    PROV-O for provenance (tasks derived from evidence, facts located in files), schema.org for the crate.
+    Offline: every context ships in ontology/. Exit 1 when the export fails the shapes (the report says where).
+    """
+    from compiler.export import export_package
+
+    summary = export_package(package, out, include_answers=include_answers, runs=runs, date=date,
+                             license_url=license_url)
+    if as_json:
+        _emit_json(summary.model_dump())
+        return
+    ran = f", {summary.runs} runs ({summary.trajectories} trajectories)" if runs else ""
+    answers = f", {summary.answers} verifier-only answers" if include_answers else ""
+    if summary.verdicts:
+        answers += f" and {summary.verdicts} verdicts"
+    click.echo(f"exported {summary.tasks} tasks, {summary.evidence} evidence objects{ran}{answers} to {out} "
+               f"(content hash {summary.content_hash})")
+
+
+@cli.command("import-package")
+@click.argument("crate", metavar="CRATE", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Folder for the rebuilt package (tasks.jsonl, evidence.jsonl, answers.jsonl, manifest.json).")
+def import_package_cmd(crate: Path, out: Path) -> None:
+    """Rebuild a task package from an export made with --include-answers; it runs and scores as the original.
+
+    The crate's files are checked against their recorded sha256 and validated first; nothing is written unless
+    the rebuilt package has the exported package's content hash (exit 1 otherwise).
+    """
+    from compiler.import_package import import_package
+    from compiler.package import load_package
+
+    import_package(crate, out)
+    views, evidence, answers, manifest = load_package(out)
+    click.echo(f"rebuilt package {out} from {crate}: {len(views)} tasks, {len(evidence)} evidence objects, "
+               f"{len(answers)} answers (content hash {manifest.content_hash})")
+
+
 @cli.command("browse")
 @click.argument("task_id", required=False)
 @click.option("--query", "name", help="A named query of cypher/browser/ (default: task_evidence with TASK_ID).")

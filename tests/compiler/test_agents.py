@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,26 +20,13 @@ from compiler.agent import task_text
 from compiler.agent_run import RunStopped, run_agent
 from compiler.llm import Price, Settings
 from compiler.models import TaskAnswer, TaskView
-from compiler.package import compile_package, load_package
+from compiler.package import load_package
 from compiler.run import run_policy
-from ingest import ingest_paths
 from verifiers.score import score_run
 from voe.graph import Graph
 from voe.llm_server import LocalLLMServer, Reply
 
-SOURCES = ["mds2-4103", "mds2-2525", "mds2-2106", "amb2025-template", "ambench-releases"]
 SECRET = "sk-test-5ecret-never-written"
-
-
-@pytest.fixture(scope="module")
-def package(_session_graph: Graph, archives: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    graph = _session_graph
-    graph.clear()
-    graph.apply_schema()
-    assert ingest_paths([archives / s for s in SOURCES], graph).errors == []
-    pkg = tmp_path_factory.mktemp("agents") / "pkg"
-    compile_package(graph, pkg)
-    yield pkg
 
 
 @pytest.fixture(autouse=True)

@@ -4,9 +4,13 @@ from the export that runs and scores identically. Everything offline: contexts c
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
-from collections.abc import Iterator
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +21,14 @@ from pyld.canon import URDNA2015  # type: ignore[import-untyped]
 from rdflib.compare import isomorphic
 from rdflib.namespace import RDF
 
+from compiler.croissant import CROISSANT
 from compiler.export import (
     ANSWERS,
     CRATE,
     CRATE_SPEC,
     EVIDENCE,
+    PACKAGE_FILES,
+    RUNS,
     SHA256_TERM,
     TASKS,
     VOE,
@@ -38,32 +45,19 @@ from compiler.export import (
 )
 from compiler.import_package import _evidence, _Reader, import_package
 from compiler.models import EvidenceObject, ObservedFact, TaskAnswer
-from compiler.package import compile_package, load_package
+from compiler.package import load_package
 from compiler.run import run_policy
-from ingest import ingest_paths
 from verifiers.score import score_run
 from voe.errors import InputError
 from voe.graph import Graph
 
-SOURCES = ["mds2-4103", "mds2-2525", "mds2-2106", "amb2025-template", "ambench-releases"]
 DATA_FILES = ("tasks.jsonl", "evidence.jsonl", "answers.jsonl", "manifest.json")
-
-
-@pytest.fixture(scope="module")
-def package(_session_graph: Graph, archives: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    graph = _session_graph
-    graph.clear()
-    graph.apply_schema()
-    assert ingest_paths([archives / s for s in SOURCES], graph).errors == []
-    pkg = tmp_path_factory.mktemp("export") / "pkg"
-    compile_package(graph, pkg)
-    yield pkg
 
 
 @pytest.fixture(scope="module")
 def exported(package: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ExportSummary]:
     out = tmp_path_factory.mktemp("crate") / "crate"
-    return out, export_package(package, out, include_answers=True)
+    return out, export_package(package, out, include_answers=True, date="2026-12-01")
 
 
 def copy_of(crate: Path, tmp_path: Path) -> Path:
@@ -87,7 +81,8 @@ def test_export_validates_and_reads_back_into_the_same_triples(exported: tuple[P
     out, summary = exported
     views, evidence, answers, manifest = load_package(package)
     assert (summary.tasks, summary.evidence, summary.answers) == (len(views), len(evidence), len(answers))
-    assert sorted(p.name for p in out.iterdir()) == sorted([TASKS, EVIDENCE, ANSWERS, CRATE])
+    assert sorted(p.name for p in out.iterdir()) == sorted([TASKS, EVIDENCE, ANSWERS, CRATE, CROISSANT,
+                                                            *PACKAGE_FILES])
     report = validate(out)
     assert report.conforms and report.triples == summary.triples > 10_000
     # two parses by rdflib, and one by pyld (another JSON-LD implementation), give the same graph; equal canonical
@@ -126,12 +121,19 @@ def test_crate_metadata_parses_offline_and_records_files_and_hash(exported: tupl
     descriptor = rdflib.URIRef(base + CRATE)
     assert g.value(descriptor, rdflib.URIRef("http://purl.org/dc/terms/conformsTo")) == rdflib.URIRef(CRATE_SPEC)
     parts = {str(p).removeprefix(base): p for p in g.objects(root, schema.hasPart)}
-    assert set(parts) == {TASKS, EVIDENCE, ANSWERS}
+    assert set(parts) == {TASKS, EVIDENCE, ANSWERS, CROISSANT, *PACKAGE_FILES}
     for name, part in parts.items():
-        assert str(g.value(part, rdflib.URIRef(SHA256_TERM))) == summary.files[name]
-        assert str(g.value(part, schema.contentSize)) == str((out / name).stat().st_size)
-        assert str(g.value(part, schema.encodingFormat)) == "application/ld+json"
-    assert g.value(parts[ANSWERS], rdflib.URIRef(VOE + "verifierOnly")) == rdflib.Literal(True)
+        data = (out / name).read_bytes()
+        assert str(g.value(part, rdflib.URIRef(SHA256_TERM))) == hashlib.sha256(data).hexdigest()
+        assert str(g.value(part, schema.contentSize)) == str(len(data))
+        assert str(g.value(part, schema.encodingFormat)) == ("application/jsonlines" if name.endswith(".jsonl")
+                                                             else "application/ld+json")
+        if name in summary.files:
+            assert summary.files[name] == hashlib.sha256(data).hexdigest()
+    for name in (ANSWERS, "answers.jsonl"):
+        assert g.value(parts[name], rdflib.URIRef(VOE + "verifierOnly")) == rdflib.Literal(True)
+    assert str(g.value(root, schema.datePublished)) == "2026-12-01"  # the fixture's date
+    assert g.value(root, schema.license) is not None
     values = {str(g.value(i, schema.propertyID)): str(g.value(i, schema.value)) for i in g.objects(root, schema.identifier)}
     assert values[VOE + "rdfc10Sha256"] == summary.content_hash == content_hash(out)[0]
     assert values[VOE + "packageContentHash"] == summary.package_content_hash
@@ -262,14 +264,19 @@ def _camel(name: str) -> str:
 def test_export_without_answers_holds_nothing_verifier_only(package: Path, tmp_path: Path) -> None:
     out = tmp_path / "public"
     (out).mkdir()
-    (out / ANSWERS).write_text("{}")  # a stale answers file from an earlier export must not survive
+    for stale in (ANSWERS, "answers.jsonl"):  # stale answers from an earlier export must not survive
+        (out / stale).write_text("{}")
     summary = export_package(package, out)
     assert not summary.include_answers and summary.answers == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted([TASKS, EVIDENCE, CRATE])
+    assert sorted(p.name for p in out.iterdir()) == sorted([TASKS, EVIDENCE, CRATE, CROISSANT, "tasks.jsonl",
+                                                            "evidence.jsonl"])
     forbidden = set(TaskAnswer.model_fields) - {"task_id"}
     forbidden |= {_camel(f) for f in forbidden}
     _, _, answers, _ = load_package(package)
-    for name in (TASKS, EVIDENCE, CRATE):
+    for name in ("tasks.jsonl", "evidence.jsonl"):
+        text = (out / name).read_text()
+        assert not any(a.moment_id in text or a.decision in text for a in answers.values()), name
+    for name in (TASKS, EVIDENCE, CRATE, CROISSANT):
         text = (out / name).read_text()
         keys = _keys(json.loads(text))  # node keys and the inline context's term names
         assert not keys & forbidden, (name, keys & forbidden)
@@ -342,3 +349,170 @@ def test_no_remote_context_is_ever_fetched(tmp_path: Path) -> None:
     doc.write_text(json.dumps({"@context": "https://schema.org/", "@id": "x", "name": "y"}))
     with pytest.raises(InputError, match="not one voe ships"):
         load_jsonld(doc)
+
+
+# ---------------------------------------------------------------- generic research-data tools, offline
+
+
+def test_crate_passes_the_ro_crate_validator_offline(exported: tuple[Path, ExportSummary], tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """roc-validator's RO-Crate 1.2 profile, every REQUIRED check, with the network closed: the only remote
+    document it needs (the RO-Crate context) comes from its cache, seeded from ontology/."""
+    from tests.compiler.rocrate_offline import seed, validate_crate
+
+    seed(tmp_path / "cache")
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise OSError("the network is closed in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    assert validate_crate(exported[0], tmp_path / "cache") == []
+    broken = copy_of(exported[0], tmp_path)  # not vacuous: the validator does see a crate break the profile
+    edit(broken / CRATE, lambda d: [n.pop("datePublished", None) for n in d["@graph"]])
+    issues = validate_crate(broken, tmp_path / "cache")
+    assert any("datePublished" in i for i in issues), issues
+
+
+def test_croissant_validates_and_its_record_sets_load_offline(exported: tuple[Path, ExportSummary], package: Path,
+                                                              tmp_path: Path) -> None:
+    import mlcroissant as mlc  # type: ignore[import-untyped,unused-ignore]
+
+    out, _ = exported
+    views, evidence, answers, _ = load_package(package)
+    ds = mlc.Dataset(str(out / CROISSANT))  # raises on any validation error
+    tasks = list(ds.records("tasks"))
+    assert [r["tasks/task_id"].decode() for r in tasks] == [v.task_id for v in views]
+    assert [r["tasks/horizon"] for r in tasks] == [v.horizon for v in views]
+    assert [r["tasks/question"].decode() for r in tasks] == [v.question for v in views]
+    assert len(list(ds.records("evidence"))) == len(evidence)
+    assert [r["answers/family"].decode() for r in ds.records("answers")] == [answers[v.task_id].family.value
+                                                                             for v in views]
+    for name in PACKAGE_FILES:  # the package's own bytes
+        assert (out / name).read_bytes() == (package / name).read_bytes()
+    policy_only = tmp_path / "policy-only"
+    export_package(package, policy_only)
+    meta = json.loads((policy_only / CROISSANT).read_text())
+    assert [r["name"] for r in meta["recordSet"]] == ["tasks", "evidence"]
+    assert not (policy_only / "answers.jsonl").exists()
+    assert "answers" not in (policy_only / CROISSANT).read_text()
+
+
+# ---------------------------------------------------------------- runs as PROV activities
+
+
+@pytest.fixture(scope="module")
+def scored_runs(package: Path, _session_graph: Graph, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("runs")
+    runs = {}
+    for policy, passes in (("random", 2), ("reference", 1)):
+        run_policy(package, policy, passes, 7, base / policy)
+        score_run(_session_graph, base / policy)
+        runs[policy] = base / policy
+    return runs
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_runs_export_as_prov_activities_with_verdicts_verifier_only(package: Path, scored_runs: dict[str, Path],
+                                                                   tmp_path: Path) -> None:
+    out = tmp_path / "crate"
+    summary = export_package(package, out, include_answers=True, runs=[scored_runs["random"], scored_runs["reference"]])
+    steps = {p: _rows(r / "steps.jsonl") for p, r in scored_runs.items()}
+    trajectories = {p: _rows(r / "trajectories.jsonl") for p, r in scored_runs.items()}
+    assert (summary.runs, summary.trajectories) == (2, sum(len(t) for t in trajectories.values()))
+    assert summary.verdicts == summary.trajectories
+    prov, voe, voea = (rdflib.Namespace(x) for x in ("http://www.w3.org/ns/prov#", VOE, VOEA))
+    g = load_jsonld(out / RUNS)
+    runs = set(g.subjects(RDF.type, voe.Run))
+    assert len(runs) == 2 and all((r, RDF.type, prov.Activity) in g for r in runs)
+    by_id = {str(g.value(t, rdflib.URIRef("http://schema.org/identifier"))): t
+             for t in g.subjects(RDF.type, voe.Trajectory)}
+    assert set(by_id) == {t["trajectory_id"] for rows in trajectories.values() for t in rows}
+    tasks = load_jsonld(out / TASKS)
+    task_iris = set(tasks.subjects(RDF.type, voe.Task))
+    for rows in steps.values():
+        for rec in rows:
+            tr = by_id[rec["trajectory_id"]]
+            step = rdflib.URIRef(f"{tr}/step/{rec['t']}")
+            assert (step, RDF.type, prov.Activity) in g and g.value(step, rdflib.URIRef("http://schema.org/isPartOf")) == tr
+            assert str(g.value(step, voe.outcome)) == rec["outcome"]
+            observation = g.value(step, voe.observation)
+            assert g.value(observation, prov.wasGeneratedBy) == step
+            assert json.loads(str(g.value(observation, voe.jsonContent))) == rec["observation"]
+            used = set(g.objects(step, prov.used))
+            assert len(used) == (1 if rec["outcome"] == "revealed" else 0)
+            assert g.value(tr, prov.used) in task_iris
+    assert validate(out).conforms
+    answers = load_jsonld(out / ANSWERS)
+    for run in scored_runs.values():  # each verdict is `voe score`'s, and lives in answers.jsonld only
+        for score in _rows(run / "scores.jsonl"):
+            verdict = rdflib.URIRef(str(by_id[score["trajectory_id"]]) + "/verdict")
+            assert answers.value(verdict, voea.valid) == rdflib.Literal(score["valid"])
+            assert answers.value(verdict, rdflib.URIRef(VOE + "verifierOnly")) == rdflib.Literal(True)
+            assert str(answers.value(verdict, voea.label)) == score["label"]
+    assert not any(str(p).startswith(VOEA) for p in g.predicates())
+    assert (out / "ro-crate-metadata.json").is_file()
+
+
+def test_runs_without_answers_keep_verdicts_out_and_refuse_the_reference_run(
+        package: Path, scored_runs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "crate"
+    summary = export_package(package, out, runs=[scored_runs["random"]])
+    assert summary.verdicts == 0 and not (out / ANSWERS).exists()
+    text = (out / RUNS).read_text()
+    assert "Verdict" not in text and VOEA not in text
+    with pytest.raises(InputError, match="replays the verifier-only answers"):
+        export_package(package, tmp_path / "ref", runs=[scored_runs["reference"]])
+    other = tmp_path / "other-run"
+    shutil.copytree(scored_runs["random"], other)
+    edit(other / "run.json", lambda d: d.update(content_hash="0" * 64))
+    with pytest.raises(InputError, match="of another package"):
+        export_package(package, tmp_path / "other", runs=[other])
+    unscored = tmp_path / "unscored"
+    shutil.copytree(scored_runs["random"], unscored)
+    (unscored / "scores.jsonl").unlink()
+    with pytest.raises(InputError, match="no verdicts yet"):
+        export_package(package, tmp_path / "unscored-crate", include_answers=True, runs=[unscored])
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def _voe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "voe", *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_cli_export_then_import_package_and_exit_codes(package: Path, scored_runs: dict[str, Path], tmp_path: Path,
+                                                       cli_env: dict[str, str]) -> None:
+    env = {**cli_env, "SOURCE_DATE_EPOCH": "1767225600"}  # 2026-01-01T00:00:00Z
+    crate = tmp_path / "crate"
+    done = _voe(["export", str(package), "--out", str(crate), "--include-answers", "--runs",
+                 str(scored_runs["random"])], env)
+    assert done.returncode == 0, done.stderr
+    views = load_package(package)[0]
+    assert done.stdout.startswith(f"exported {len(views)} tasks, ") and "1 runs (" in done.stdout
+    assert "content hash " in done.stdout and "Traceback" not in done.stderr
+    meta = json.loads((crate / CRATE).read_text())
+    assert {n["@id"]: n for n in meta["@graph"]}["./"]["datePublished"] == "2026-01-01"
+    again = _voe(["export", str(package), "--out", str(tmp_path / "again"), "--include-answers", "--runs",
+                  str(scored_runs["random"]), "--json"], env)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["content_hash"] in done.stdout
+    for name in os.listdir(crate):  # the same export twice is the same bytes, the crate's metadata included
+        assert (crate / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
+
+    rebuilt = _voe(["import-package", str(crate), "--out", str(tmp_path / "pkg")], env)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert rebuilt.stdout.startswith(f"rebuilt package {tmp_path / 'pkg'} from {crate}: {len(views)} tasks")
+    assert (tmp_path / "pkg" / "manifest.json").read_bytes() == (package / "manifest.json").read_bytes()
+
+    edit(crate / TASKS, lambda d: [n.pop("question", None) for n in d["@graph"]])  # fails the shapes: exit 1
+    (crate / CRATE).unlink()
+    bad = _voe(["import-package", str(crate), "--out", str(tmp_path / "pkg2")], env)
+    assert bad.returncode == 2 and "not an RO-Crate" in bad.stderr and "Traceback" not in bad.stderr
+    missing = _voe(["export", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")], env)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr, missing.stderr
+    date = _voe(["export", str(package), "--out", str(tmp_path / "x"), "--date", "yesterday"], env)
+    assert date.returncode == 2 and "--date 'yesterday'" in date.stderr

@@ -94,3 +94,25 @@ def test_shacl_shapes_refer_only_to_ontology_classes_and_types() -> None:
     rel_paths = {p for p in paths if p.isupper()}
     assert rel_paths and rel_paths <= onto.rel_types
     assert len(list(shapes.subjects(RDF.type, SH.NodeShape))) == len(targets)
+
+
+def test_every_export_term_in_the_voe_namespace_is_declared_in_the_vocabulary() -> None:
+    """The export's contexts and shapes use only voe: terms that ontology/voe.ttl declares; the export-only ones
+    are not Neo4j labels or relationship types."""
+    onto_graph = RDFGraph().parse(data_path("ontology") / "voe.ttl", format="turtle")
+    declared = {str(s).removeprefix(ontology.VOE_NS) for s in onto_graph.subjects() if str(s).startswith(ontology.VOE_NS)}
+    used: set[str] = set()
+    for name in ("export-context.jsonld", "export-answers-context.jsonld"):
+        for term in json.loads((data_path("ontology") / name).read_text())["@context"].values():
+            iri = term.get("@id") if isinstance(term, dict) else term
+            if isinstance(iri, str) and iri.startswith("voe:"):
+                used.add(iri.removeprefix("voe:"))
+    shapes = RDFGraph().parse(data_path("ontology") / "export-shapes.ttl", format="turtle")
+    for o in [*shapes.objects(None, SH.path), *shapes.objects(None, SH.targetClass), *shapes.objects(None, SH["class"])]:
+        if str(o).startswith(ontology.VOE_NS):
+            used.add(str(o).removeprefix(ontology.VOE_NS))
+    assert {"Task", "Run", "Step", "MenuEntry", "position", "verifierOnly"} <= used
+    assert used - declared == set()
+    onto = ontology.load()
+    for name in used - onto.labels - onto.rel_types:
+        assert (VOE[name], VOE.label, None) not in onto_graph and (VOE[name], VOE.relType, None) not in onto_graph
