@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from urllib.parse import quote, urlencode
 
 from voe import queries
@@ -55,3 +56,72 @@ def browser_url(http_url: str, bolt_uri: str, query: str | None = None) -> str:
 
 def style() -> str:
     return (data_path("ontology") / "browser.grass").read_text()
+
+
+# ---------------------------------------------------------------- the Browser's own files (served by the server)
+
+GUIDE_PATH = "voe/guide.html"
+STYLE_PATH = "voe/style.grass"
+
+
+def _about(name: str) -> str:
+    text = queries.load(f"browser/{name}")
+    return " ".join(ln.removeprefix("//").strip() for ln in text.splitlines() if ln.startswith("//"))
+
+
+def guide_html() -> str:
+    """A Browser guide (`:play`) of the named queries: what each shows, the `:param` it needs, and the query as a
+    runnable block (a click puts it in the editor)."""
+    from html import escape
+
+    slides = ['<slide class="row-fluid"><div class="col-sm-12"><h3>voe review queries</h3>'
+              "<p>Each next slide is one named query of <code>cypher/browser/</code>. Set its parameters with the "
+              "<code>:param</code> block, then click the query to put it in the editor and run it (Ctrl+Enter). "
+              "<code>voe browse TASK_ID</code> prints a Browser URL with a task's query filled in.</p>"
+              "<p>Start here (no parameters): the packages in this graph.</p>"
+              '<pre class="pre-scrollable code runnable">MATCH (t:Task) RETURN t.package AS package, count(*) AS tasks'
+              "</pre></div></slide>"]
+    for name in named_queries():
+        body = "\n".join(ln for ln in queries.load(f"browser/{name}").splitlines() if not ln.startswith("//")).strip()
+        params = "".join(f'<pre class="pre-scrollable code runnable">:param {p} =&gt; \'\'</pre>' for p in parameters(name))
+        slides.append(f'<slide class="row-fluid"><div class="col-sm-12"><h3>{escape(name)}</h3>'
+                      f"<p>{escape(_about(name))}</p>{params}"
+                      f'<pre class="pre-scrollable code runnable">{escape(body)}</pre></div></slide>')
+    return '<article class="guide"><carousel class="deck container-fluid">' + "".join(slides) + "</carousel></article>\n"
+
+
+def post_connect_cmd(http_port: int) -> str:
+    """browser.post_connect_cmd: load the style and play the guide the server serves (localhost is on the Browser's
+    default remote-content allowlist). Commands are separated by `;`, which neither URL holds."""
+    base = f"http://localhost:{http_port}/browser"
+    return f"style {base}/{STYLE_PATH}; play {base}/{GUIDE_PATH}"
+
+
+def browser_bundle(lib: Path, web: Path) -> Path | None:
+    """`<web>/neo4j-browser.zip`: the Browser of `lib` with the style and guide added under browser/voe/, which the
+    server serves instead of the jar's copy (internal.dbms.web_dir_path). Rebuilt only when its inputs change;
+    None when `lib` holds no Browser jar."""
+    import hashlib
+    import zipfile
+
+    jars = sorted(lib.glob("neo4j-browser-*.jar"))
+    if not jars:
+        return None
+    extra = {f"browser/{STYLE_PATH}": style().encode(), f"browser/{GUIDE_PATH}": guide_html().encode()}
+    stamp = hashlib.sha256(jars[-1].name.encode() + b"".join(extra[k] for k in sorted(extra))).hexdigest()
+    bundle, stamp_file = web / "neo4j-browser.zip", web / "neo4j-browser.stamp"
+    if bundle.is_file() and stamp_file.is_file() and stamp_file.read_text() == stamp:
+        return bundle
+    web.mkdir(parents=True, exist_ok=True)
+    tmp = web / "neo4j-browser.zip.tmp"
+    with zipfile.ZipFile(jars[-1]) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            if info.filename.startswith("browser/") and info.filename not in extra:
+                dst.writestr(info, src.read(info))
+        # the server unpacks the zip entry by entry and makes only the folders that have an entry, parents first
+        dst.writestr("browser/voe/", b"")
+        for name, data in extra.items():
+            dst.writestr(name, data)
+    tmp.replace(bundle)
+    stamp_file.write_text(stamp)
+    return bundle

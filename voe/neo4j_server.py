@@ -156,12 +156,22 @@ class LocalNeo4j:
                     # the Browser asks no usage-data question (5.26 has no server setting for its outgoing
                     # connections: browser.allow_outgoing_connections is refused by strict validation)
                     "client.allow_telemetry=false",
+                    *self._browser_conf(),
                     "db.tx_log.rotation.retention_policy=1 files",
                     "",
                 ]
             )
         )
         return conf
+
+    def _browser_conf(self) -> list[str]:
+        """Serve the Browser from a copy that holds voe's style and guide, and load both on connect."""
+        from voe.browse import browser_bundle, post_connect_cmd
+
+        bundle = browser_bundle(self.lib, self.home / "web")
+        if bundle is None:
+            return []
+        return [f"internal.dbms.web_dir_path={bundle.parent}", f"browser.post_connect_cmd={post_connect_cmd(self.http_port)}"]
 
     def pid(self) -> int | None:
         try:

@@ -15,8 +15,19 @@ from compiler.package import compile_package, load_package
 from compiler.run import run_policy
 from ingest import ingest_paths
 from verifiers.score import score_run
-from voe.browse import named_queries, parameters, query_text, style
+from voe.browse import (
+    GUIDE_PATH,
+    STYLE_PATH,
+    browser_bundle,
+    guide_html,
+    named_queries,
+    parameters,
+    post_connect_cmd,
+    query_text,
+    style,
+)
 from voe.graph import Graph
+from voe.neo4j_server import LocalNeo4j
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +87,50 @@ def test_the_style_gives_every_label_a_readable_caption() -> None:
         if label is not Label.NODE:
             assert re.search(rf"^node\.{label.value} \{{.*caption: '\{{[a-z_]+\}}';", text, re.M), label
     assert "{id}" not in text  # ids and hashes read badly
+
+
+def test_the_guide_holds_every_named_query_runnable_with_its_parameters() -> None:
+    import html
+    import re
+
+    guide = guide_html()
+    assert guide.startswith('<article class="guide">')
+    slides = re.findall(r"<slide.*?</slide>", guide, flags=re.S)
+    assert len(slides) == len(named_queries()) + 1
+    blocks = [html.unescape(b) for b in re.findall(r'<pre class="pre-scrollable code runnable">(.*?)</pre>', guide,
+                                                   flags=re.S)]
+    for name in named_queries():
+        body = [ln for ln in _query_file(name).splitlines() if not ln.startswith("//")]
+        assert "\n".join(body).strip() in blocks, name
+        for p in parameters(name):
+            assert f":param {p} => ''" in blocks
+    assert "<script" not in guide
+
+
+def _query_file(name: str) -> str:
+    from voe import queries
+
+    return queries.load(f"browser/{name}")
+
+
+def test_the_browser_bundle_adds_style_and_guide_and_is_rebuilt_only_when_they_change(tmp_path: Path) -> None:
+    import zipfile
+
+    lib = LocalNeo4j().resolve()  # the jars the suite's server runs on
+    bundle = browser_bundle(lib, tmp_path / "web")
+    assert bundle is not None
+    with zipfile.ZipFile(bundle) as z:
+        names = z.namelist()
+        assert z.read(f"browser/{STYLE_PATH}").decode() == style()
+        assert z.read(f"browser/{GUIDE_PATH}").decode() == guide_html()
+        assert "browser/index.html" in names and "browser/voe/" in names
+        assert names.index("browser/") < names.index("browser/voe/") < names.index(f"browser/{STYLE_PATH}")
+    built = bundle.stat().st_mtime_ns
+    assert browser_bundle(lib, tmp_path / "web") == bundle and bundle.stat().st_mtime_ns == built
+    (tmp_path / "web" / "neo4j-browser.stamp").write_text("an older style")
+    browser_bundle(lib, tmp_path / "web")
+    assert bundle.stat().st_mtime_ns != built
+    assert browser_bundle(tmp_path / "no-jars", tmp_path / "web2") is None
+    cmd = post_connect_cmd(7474)
+    assert cmd.split("; ") == [f"style http://localhost:7474/browser/{STYLE_PATH}",
+                               f"play http://localhost:7474/browser/{GUIDE_PATH}"]

@@ -17,7 +17,7 @@ import pytest
 from compiler.package import compile_package, load_package
 from ingest import ingest_paths
 from tests.conftest import IN_CI
-from voe.browse import browser_url, query_text, style
+from voe.browse import browser_url, named_queries, query_text
 from voe.graph import Graph
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -86,12 +86,17 @@ def test_the_browser_draws_a_task_and_a_record_with_readable_captions(
                       query_text("task_evidence", {"task_id": task.task_id}))
     page.goto(url)  # type: ignore[attr-defined]
     page.get_by_text("Connected to Neo4j").wait_for(timeout=60_000)  # type: ignore[attr-defined]
-    _run(page, ":style " + " ".join(style().split()))
-    time.sleep(1)
-    _run(page, query_text("task_evidence", {"task_id": task.task_id}))
-    captions = _captions(page, len(task.menu) + 1)
+    # nothing typed: the server's browser.post_connect_cmd loads voe's style and plays the guide of the named
+    # queries, both served by the server itself from its Browser bundle
+    page.get_by_text("voe review queries").wait_for(timeout=30_000)  # type: ignore[attr-defined]
+    assert page.get_by_text(f"1 / {len(named_queries()) + 1}").count() == 1  # type: ignore[attr-defined]
+    page.get_by_text(":style http://localhost:").wait_for(timeout=30_000)  # type: ignore[attr-defined]
+    assert page.get_by_text("Could not parse grass").count() == 0  # type: ignore[attr-defined]
     shots = tmp_path / "browser"
     shots.mkdir()
+    page.screenshot(path=str(shots / "guide.png"))  # type: ignore[attr-defined]
+    _run(page, query_text("task_evidence", {"task_id": task.task_id}))
+    captions = _captions(page, len(task.menu) + 1)
     page.screenshot(path=str(shots / "task_evidence.png"))  # type: ignore[attr-defined]
     assert len(captions) >= len(task.menu) + 1, captions
     titles = {e.title for e in task.menu}
