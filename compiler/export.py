@@ -199,12 +199,26 @@ def tree(value: Any, at: str, keys: dict[str, str] | None = None, node_type: str
         node: dict[str, Any] = {"@id": at, "@type": node_type}
         for k, v in value.items():
             step = quote(str(k), safe="")
-            node[(keys or {}).get(k) or "voekey:" + step] = tree(v, f"{at}/{step}")
+            prop = (keys or {}).get(k) or "voekey:" + step
+            if k in BYTE_KEYS and isinstance(v, int) and not isinstance(v, bool):
+                node[prop] = quantity(v, f"{at}/{step}", UNIT_BYTE)
+            else:
+                node[prop] = tree(v, f"{at}/{step}")
         return node
     raise InputError(f"a {type(value).__name__} is not JSON")
 
 
 SOURCE_KEYS = {"path": "voe:filePath", "locator": "voe:locator", "sha256": "voe:sha256"}
+
+# quantities that carry a unit, as QUDT quantity values: the sizes of files (in bytes) are the only ones an
+# exported value holds; every measured quantity stays inside the statement of its fact
+QUDT, UNIT = "http://qudt.org/schema/qudt/", "http://qudt.org/vocab/unit/"
+UNIT_BYTE = UNIT + "BYTE"
+BYTE_KEYS = frozenset({"declared_size", "local_size", "release_size", "size", "bytes"})
+
+
+def quantity(value: int | float, at: str, unit: str) -> dict[str, Any]:
+    return {"@id": at, "@type": "qudt:QuantityValue", "qudt:numericValue": tree(value, at), "qudt:unit": {"@id": unit}}
 
 
 # ---------------------------------------------------------------- the documents

@@ -28,9 +28,11 @@ from compiler.export import (
     ID,
     KEY,
     NULL,
+    QUDT,
     SCHEMA,
     SHA256_TERM,
     TASKS,
+    UNIT_BYTE,
     VOE,
     VOEA,
     load_jsonld,
@@ -43,6 +45,7 @@ from voe.errors import InputError, VoeError
 V = rdflib.Namespace(VOE)
 A = rdflib.Namespace(VOEA)
 S = rdflib.Namespace(SCHEMA)
+QUANTITY_VALUE, QUDT_VALUE, QUDT_UNIT = (rdflib.URIRef(QUDT + t) for t in ("QuantityValue", "numericValue", "unit"))
 SOURCE_PROPS: dict[rdflib.term.Node, str] = {V.filePath: "path", V.locator: "locator", V.sha256: "sha256"}
 
 
@@ -107,6 +110,10 @@ class _Reader:
             return lexical
         if node == RDF.nil or (node, RDF.first, None) in self.g:
             return [self.value(x) for x in self.items(node)]
+        if (node, RDF.type, QUANTITY_VALUE) in self.g:  # a size in bytes: the number itself
+            if self.opt(node, QUDT_UNIT) != rdflib.URIRef(UNIT_BYTE):
+                raise self.fail(node, f"a quantity in a unit other than {UNIT_BYTE}")
+            return self.value(self.one(node, QUDT_VALUE))
         out: dict[str, Any] = {}
         for p, o in self.g.predicate_objects(node):
             if p == RDF.type:

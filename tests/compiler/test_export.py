@@ -107,6 +107,12 @@ def test_export_validates_and_reads_back_into_the_same_triples(exported: tuple[P
     locations = list(ev.subjects(RDF.type, voe.SourceLocation))
     assert len(locations) == sum(1 for e in evidence.values() for f in e.facts if f.source is not None) > 0
     assert all(len(str(ev.value(s, voe.sha256))) == 64 and ev.value(s, voe.filePath) for s in locations)
+    qudt = rdflib.Namespace("http://qudt.org/schema/qudt/")  # sizes are QUDT quantities in bytes
+    sizes = list(ev.subjects(RDF.type, qudt.QuantityValue))
+    declared = sum(1 for e in evidence.values() if isinstance(e.metadata.get("declared_size"), int))
+    assert len(sizes) >= declared > 0
+    assert all(ev.value(q, qudt.unit) == rdflib.URIRef("http://qudt.org/vocab/unit/BYTE") for q in sizes)
+    assert all(ev.value(q, qudt.numericValue).datatype == rdflib.XSD.integer for q in sizes)  # type: ignore[union-attr]
 
 
 def test_crate_metadata_parses_offline_and_records_files_and_hash(exported: tuple[Path, ExportSummary]) -> None:
@@ -326,6 +332,7 @@ def test_import_refuses_a_crate_whose_files_changed(exported: tuple[Path, Export
 def test_json_values_round_trip_through_rdf(tmp_path: Path) -> None:
     """Free-form metadata keeps every JSON type, nesting and order through the RDF (no Neo4j needed)."""
     metadata: dict[str, Any] = {
+        "declared_size": 2222, "release_size": 0, "size": True,  # sizes as QUDT quantities, a bool left alone
         "int": 2222, "neg": -3, "float": 0.0345, "one": 1.0, "tiny": 1e-05, "huge": 1.5e20, "yes": True, "no": False,
         "none": None, "empty_list": [], "empty_obj": {}, "nested": [[1, "a"], [], [{"k": None}]],
         "key with space/and:colon#": "v", "ünï": "çödé ✓", "": "empty key",
