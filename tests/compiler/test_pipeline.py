@@ -3,7 +3,9 @@ archives; leakage over every task; Cypher and Python verdicts agree on every tra
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -402,3 +404,35 @@ def test_cypher_and_python_verdicts_agree_everywhere(compiled: dict[str, Any]) -
             assert (v.action_valid, v.payload_bound, v.grounded) == _python_verdict(tr, answers[tr["task_id"]])
             checked += 1
     assert checked >= (5 * 3 + len(PROBE_RUNS)) * compiled["summary"].tasks
+
+
+GOLDEN = Path(__file__).parent / "golden" / "shared_package.json"
+
+
+def _pinned(compiled: dict[str, Any]) -> dict[str, Any]:
+    root = compiled["root"]
+    manifest = json.loads((root / "pkg" / "manifest.json").read_text())
+    runs = {}
+    for policy, (summary, _) in sorted(compiled["runs"].items()):
+        runs[policy] = {
+            "egv": summary["evidence_grounded_valid"]["mean"], "action_valid": summary["action_valid"]["mean"],
+            "codebook": summary["codebook"],
+            # every trajectory's file as `voe run` wrote it, and every score: byte for byte
+            "trajectories_sha256": hashlib.sha256((root / policy / "trajectories.jsonl").read_bytes()).hexdigest(),
+            "steps_sha256": hashlib.sha256((root / policy / "steps.jsonl").read_bytes()).hexdigest(),
+            "scores_sha256": hashlib.sha256((root / policy / "scores.jsonl").read_bytes()).hexdigest()}
+    return {"content_hash": manifest["content_hash"], "files": manifest["files"], "runs": runs}
+
+
+def test_the_package_and_every_baseline_score_are_pinned(compiled: dict[str, Any]) -> None:
+    """A golden file (sqlglot style) for refactorings: the compiled shared package and every baseline's and
+    probe's run and scores, byte for byte. A change to tasks or scoring that is meant updates it with
+    VOE_UPDATE_GOLDEN=1 and says why in its commit."""
+    pinned = _pinned(compiled)
+    if os.environ.get("VOE_UPDATE_GOLDEN") == "1":
+        GOLDEN.write_text(json.dumps(pinned, indent=1, sort_keys=True) + "\n")
+    golden = json.loads(GOLDEN.read_text())
+    assert pinned["content_hash"] == golden["content_hash"], "the compiled package changed"
+    for policy, expected in golden["runs"].items():
+        assert pinned["runs"][policy] == expected, policy
+    assert pinned == golden
