@@ -24,6 +24,16 @@ TEST_BOLT_PORT = 17687
 TEST_HTTP_PORT = 17474
 
 
+# a test that takes one of these talks to Neo4j; `pytest -m "not neo4j"` runs the others with no server
+NEO4J_FIXTURES = frozenset({"_session_graph", "graph", "neo4j_settings", "cli_env"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if NEO4J_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.neo4j)
+
+
 def _unavailable(reason: str) -> None:
     if IN_CI:
         pytest.fail(f"{reason} (CI=true: a missing service is a failure, not a skip)", pytrace=False)

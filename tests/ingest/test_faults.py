@@ -35,6 +35,7 @@ def _big_record(root: Path, n: int) -> Path:
     return folder
 
 
+@pytest.mark.neo4j  # starts and stops a server of its own
 def test_neo4j_stopped_mid_ingest_is_one_line_exit_1_and_no_partial_record(tmp_path: Path) -> None:
     server = LocalNeo4j("fault", BOLT, HTTP, heap="1g", pagecache="128m")
     try:

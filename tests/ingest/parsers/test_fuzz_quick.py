@@ -28,6 +28,7 @@ def _fuzz(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return importlib.import_module("fuzz")
 
 
+@pytest.mark.slow  # about a minute on 2 cores: `-m "not neo4j and not slow"` leaves it out
 @pytest.mark.timeout(300)
 def test_quick_fuzz_finds_no_crash_and_no_runaway(archives: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fuzz = _fuzz(monkeypatch)
