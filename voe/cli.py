@@ -34,10 +34,16 @@ def cli() -> None:
     provenance graph in which every fact points back to the exact place in the file it came from.
 
     \b
-    Typical session:
-      voe db up                              # start a local Neo4j (Bolt 7687, Browser 7474)
-      voe ingest ../shared/archives/mds2-4103
-      voe db status
+    A whole session:
+      voe db up                                    # a local Neo4j (Bolt 7687, Browser 7474)
+      voe ingest ../shared/archives/mds2-4103      # records into the provenance graph
+      voe compile --out out/pkg                    # decision moments -> realized-only tasks
+      voe run out/pkg --policy random --out out/run-random
+      voe score out/run-random                     # Cypher verifiers, metrics, codebook
+      voe report out/run-random --out out/report   # Markdown/HTML with intervals and plots
+      voe export out/pkg --out out/crate           # JSON-LD RO-Crate (+ Croissant)
+      voe browse TASK_ID                           # review a task in Neo4j Browser
+      voe db down
 
     Connection settings come from NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD and NEO4J_DATABASE
     (default bolt://127.0.0.1:7687, no auth, database neo4j).
@@ -63,6 +69,12 @@ def db() -> None:
     The server is assembled from Maven Central jars (Java 17+ and Maven needed; the jars, about
     140 MB, are fetched once into ~/.cache/voe or $VOE_CACHE_DIR). No Docker engine is required;
     users with Docker can run `docker compose up -d` instead.
+
+    \b
+    Examples:
+      voe db up --instance mine --bolt-port 27687 --http-port 27474
+      voe db status --json
+      voe db down
     """
 
 
@@ -74,7 +86,13 @@ def db() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def db_up(instance: str, bolt_port: int, http_port: int, heap: str, pagecache: str, timeout: float,
           as_json: bool) -> None:
-    """Start the local Neo4j (resolving its jars on first use) and wait until it answers on Bolt."""
+    """Start the local Neo4j (resolving its jars on first use) and wait until it answers on Bolt.
+
+    \b
+    Examples:
+      voe db up                      # Bolt 127.0.0.1:7687, Browser http://127.0.0.1:7474/browser/
+      voe db up --heap 1g --pagecache 256m --json
+    """
     from voe.neo4j_server import LocalNeo4j
 
     server = LocalNeo4j(instance, bolt_port, http_port, heap, pagecache, log=_progress(not as_json))
@@ -91,7 +109,13 @@ def db_up(instance: str, bolt_port: int, http_port: int, heap: str, pagecache: s
 @db.command("down")
 @_server_options
 def db_down(instance: str, bolt_port: int, http_port: int) -> None:
-    """Stop the local Neo4j cleanly (it checkpoints its data before exiting)."""
+    """Stop the local Neo4j cleanly (it checkpoints its data before exiting).
+
+    \b
+    Examples:
+      voe db down
+      voe db down --instance test --bolt-port 17687 --http-port 17474
+    """
     from voe.neo4j_server import LocalNeo4j
 
     stopped = LocalNeo4j(instance, bolt_port, http_port).down()
@@ -102,7 +126,12 @@ def db_down(instance: str, bolt_port: int, http_port: int) -> None:
 @_server_options
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def db_status(instance: str, bolt_port: int, http_port: int, as_json: bool) -> None:
-    """Say whether the local Neo4j runs and answers on Bolt (exit 1 when it does not)."""
+    """Say whether the local Neo4j runs and answers on Bolt (exit 1 when it does not).
+
+    \b
+    Examples:
+      voe db status || voe db up
+    """
     from voe.neo4j_server import LocalNeo4j
 
     status = LocalNeo4j(instance, bolt_port, http_port).status()
@@ -119,7 +148,12 @@ def db_status(instance: str, bolt_port: int, http_port: int, as_json: bool) -> N
 @db.command("clear")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def db_clear(yes: bool) -> None:
-    """Delete every node and relationship in the database NEO4J_URI points at."""
+    """Delete every node and relationship in the database NEO4J_URI points at.
+
+    \b
+    Examples:
+      voe db clear --yes
+    """
     from voe.graph import Graph
 
     with Graph() as graph:
@@ -150,6 +184,11 @@ def ingest(paths: tuple[Path, ...], schema_dir: Path | None, no_schema: bool, st
     SourceLocation (page+bbox, sheet+cell, line, XPath or JSON pointer) and evidence objects.
     Re-ingesting the same input changes nothing. A path that cannot be read is reported and the others still ingest
     (exit 2). Defects are findings, not failures: exit 0 unless --strict.
+
+    \b
+    Examples:
+      voe ingest ../shared/archives/mds2-4103 ../shared/archives/mds2-2525 --json
+      voe ingest ../shared/archives/amb2025-template ../shared/archives/FACTS.md
     """
     from ingest import ingest_paths
     from voe.graph import Graph
@@ -208,6 +247,11 @@ def fetch(record: str, into: Path, include: tuple[str, ...], max_bytes: int | No
     partial or corrupt file is never left under its final name. A file with no usable checksum
     is reported unverified. Redirects go only to the same host over HTTPS. Re-running fetches
     only what is missing. Exit 1 when any file failed.
+
+    \b
+    Examples:
+      voe fetch mds2-2525 --into data/mds2-2525 --include '*.csv' --include '*.sha256'
+      voe ingest data/mds2-2525
     """
     from ingest.fetch import as_json as report_json
     from ingest.fetch import fetch as do_fetch
@@ -285,6 +329,11 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
     valid on every task, every null policy and shortcut probe valid on at most 50% of the
     tasks, the text-only probe on at most 40%. A package that fails the gate is still
     written; the command prints the gate table and exits 1.
+
+    \b
+    Examples:
+      voe compile --out out/pkg --json
+      voe compile --out out/pkg --archive ../shared/archives/mds2-4103
     """
     from compiler.package import compile_package, gate_table
     from ingest import ingest_paths
@@ -382,6 +431,12 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
     One JSON line per step (steps.jsonl) and one summary per trajectory (trajectories.jsonl).
     Only the reference policy reads the verifier-only answers. An agent run (openai:MODEL) also
     records every conversation (transcripts.jsonl) and can be interrupted and resumed.
+
+    \b
+    Examples:
+      voe run out/pkg --policy reference --passes 3 --seed 1 --out out/run-reference
+      voe run out/pkg --policy openai:gpt-4o-mini --base-url http://127.0.0.1:8000/v1 --out out/run-model
+      voe run out/pkg --policy python:mypolicy:act --out out/run-mine
     """
     if policy.startswith("openai:"):
         from compiler.agent_run import run_agent
@@ -421,6 +476,10 @@ def score_cmd(run_dir: Path, compare: Path | None, as_json: bool) -> None:
 
     Trajectories are written to the graph (Run, Trajectory, Step) and checked by Cypher:
     action class accepted, payload bound to pulled evidence, grounded.
+
+    \b
+    Examples:
+      voe score out/run-random --compare out/run-reference --json
     """
     from verifiers.metrics import paired
     from verifiers.score import score_run
@@ -462,7 +521,12 @@ def score_cmd(run_dir: Path, compare: Path | None, as_json: bool) -> None:
               help="A run to compare every run with: paired difference of validity on the same tasks.")
 def report_cmd(runs: tuple[Path, ...], out: Path, against: Path | None) -> None:
     """Write a Markdown/HTML report for one or more scored runs: headline table with intervals,
-    per-family breakdown, failure codebook distribution, model usage (tokens, cost) and plots (PNG/SVG)."""
+    per-family breakdown, failure codebook distribution, model usage (tokens, cost) and plots (PNG/SVG).
+
+    \b
+    Examples:
+      voe report out/run-reference out/run-random --out out/report --against out/run-random
+    """
     from verifiers.metrics import paired
     from verifiers.report import write_report
     from verifiers.score import score_run
@@ -499,6 +563,11 @@ def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers
 
     PROV-O for provenance (tasks derived from evidence, facts located in files), schema.org for the crate.
     Offline: every context ships in ontology/. Exit 1 when the export fails the shapes (the report says where).
+
+    \b
+    Examples:
+      voe export out/pkg --out out/crate
+      voe export out/pkg --out out/crate-full --runs out/run-random --include-answers
     """
     from compiler.export import export_package
 
@@ -524,6 +593,10 @@ def import_package_cmd(crate: Path, out: Path) -> None:
 
     The crate's files are checked against their recorded sha256 and validated first; nothing is written unless
     the rebuilt package has the exported package's content hash (exit 1 otherwise).
+
+    \b
+    Examples:
+      voe import-package out/crate-full --out out/pkg-again
     """
     from compiler.import_package import import_package
     from compiler.package import load_package
@@ -550,6 +623,12 @@ def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], h
     Other named queries (--query): record_defects (--param ark=...), admission (--param package=...),
     trajectory (--param trajectory_id=...), tasks (--param package=...). The Browser connects to
     NEO4J_URI without authentication; --style prints ontology/browser.grass for `:style`.
+
+    \b
+    Examples:
+      voe browse TASK_ID
+      voe browse --query record_defects --param ark=ark:/88434/mds2-4103
+      voe browse --style
     """
     from voe.browse import browser_url, named_queries, query_text, style
     from voe.config import Neo4jSettings
