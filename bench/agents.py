@@ -50,8 +50,8 @@ class Tasks:
     """The package's tasks by what the model is shown of them (as in tests/compiler/test_agents.py)."""
 
     def __init__(self, pkg: Path) -> None:
-        from compiler.agent import task_text
         from compiler.package import load_package
+        from replay.agent import task_text
 
         views, _, answers, _ = load_package(pkg)
         self.by_text = {task_text(v): (v, answers[v.task_id]) for v in views}
@@ -108,7 +108,7 @@ def mean_latency_ms(run: Path) -> float:
 
 
 def measure(case: str, pkg: Path, server: Any, out: Path, *, passes: int, concurrency: int, use_cache: bool) -> dict[str, Any]:
-    from compiler.agent_run import run_agent
+    from replay.agent_run import run_agent
 
     calls_before = server.calls
     cpu0, t0 = time.process_time(), time.perf_counter()
@@ -140,7 +140,7 @@ def profile(pkg: Path, server: Any, root: Path, seconds: float, top: int = 30) -
     import io
     import pstats
 
-    from compiler.agent_run import run_agent
+    from replay.agent_run import run_agent
 
     prof = cProfile.Profile()
     started, k = time.perf_counter(), 0

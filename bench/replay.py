@@ -62,8 +62,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     from compiler.package import compile_package
-    from compiler.run import run_policy
     from ingest import ingest_paths
+    from replay.runner import run_policy
     from verifiers.graph_verify import write_run
     from voe.graph import Graph
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from compiler.llm import ChatClient, LLMError
 from compiler.models import REQUEST_FOR_KIND, Action, Family, TaskAnswer, TaskView
-from compiler.replay import ReplayEnv
 from ingest.defects import DefectKind
+from replay.env import ReplayEnv
+from voe.llm import ChatClient, LLMError
 
 PROMPT_VERSION = 1
 TEMPLATE = "deterministic template (compiler/moments.py QUESTION)"
@@ -86,7 +86,7 @@ class Annotator:
 
 class LLMAnnotator(Annotator):
     """A model through any OpenAI-compatible endpoint; answers are cached by model, prompt version and input
-    (compiler/llm.py), so compiling again costs nothing and gives the same bytes."""
+    (voe/llm.py), so compiling again costs nothing and gives the same bytes."""
 
     def __init__(self, client: ChatClient, concurrency: int = 4) -> None:
         self.client = client

@@ -1,5 +1,5 @@
 """The release gate `voe compile` runs on every package (DESIGN §7): the reference, the null policies and
-the shortcut probes (compiler/probes.py) replayed over every task, scored with the verifier's checks
+the shortcut probes (replay/probes.py) replayed over every task, scored with the verifier's checks
 (compiler/verdict.py). Gate: the reference valid on every task, every probe at most PROBE_LIMIT of the
 tasks, the text-only probe at most TEXT_LIMIT (its neighbours from other workflows; the same probe over
 random folds is recorded beside it, ungated), and the subject's file extension alone (the majority class of
@@ -18,10 +18,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from compiler.models import EvidenceObject, TaskAnswer, TaskView
-from compiler.policies import NO_ANSWER, POLICIES, Policy
-from compiler.probes import PROBES, predicted
-from compiler.replay import ReplayEnv
 from compiler.verdict import verdict
+from replay.env import ReplayEnv
+from replay.policies import NO_ANSWER, POLICIES, Policy
+from replay.probes import PROBES, predicted
 
 PROBE_LIMIT = 0.5
 # Measured and recorded, not gated: on the shared archives every defect sits on an item this copy does not

@@ -18,9 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from compiler.llm import ChatClient, LLMError
 from compiler.models import EvidenceObject, TaskAnswer, TaskView
 from voe.errors import VoeError
+from voe.llm import ChatClient, LLMError
 
 PROMPT_VERSION = 1
 CASES = Path(__file__).with_name("judge_cases.jsonl")

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from compiler.package import compile_package
+from ingest import ingest_paths
 from voe.config import Neo4jSettings
 from voe.graph import Graph
 
@@ -95,3 +97,20 @@ def cli_env(neo4j_settings: Neo4jSettings) -> dict[str, str]:
     if neo4j_settings.password:
         env["NEO4J_PASSWORD"] = neo4j_settings.password
     return env
+
+
+# ---------------------------------------------------------------- the package compiled from every shared archive
+# built once per module that asks for it (modules clear the graph between them, and scoring needs the
+# package's tasks in the graph)
+SHARED_SOURCES = ["mds2-4103", "mds2-2525", "mds2-2106", "amb2025-template", "ambench-releases"]
+
+
+@pytest.fixture(scope="module")
+def package(_session_graph: Graph, archives: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    graph = _session_graph
+    graph.clear()
+    graph.apply_schema()
+    assert ingest_paths([archives / s for s in SHARED_SOURCES], graph).errors == []
+    pkg = tmp_path_factory.mktemp("shared") / "pkg"
+    compile_package(graph, pkg)
+    yield pkg

@@ -275,8 +275,8 @@ def fetch(record: str, into: Path, include: tuple[str, ...], max_bytes: int | No
 
 # ---------------------------------------------------------------------------------------- compile
 def _model_client(spec: str, option: str, base_url: str | None, response_format: str) -> Any:
-    from compiler.llm import Budget, ChatClient, ResponseCache, Settings, default_cache_dir
     from voe.errors import UsageError
+    from voe.llm import Budget, ChatClient, ResponseCache, Settings, default_cache_dir
 
     if not spec.startswith("openai:") or not spec.removeprefix("openai:"):
         raise UsageError(f"{option} {spec!r}: expected openai:MODEL")
@@ -371,8 +371,8 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
 
 # ---------------------------------------------------------------------------------------- run / score / report
 def _policy_names() -> list[str]:
-    from compiler.policies import POLICIES
-    from compiler.probes import PROBES
+    from replay.policies import POLICIES
+    from replay.probes import PROBES
 
     return [*POLICIES, *(f"probe:{p}" for p in PROBES)]
 
@@ -439,8 +439,8 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
       voe run out/pkg --policy python:mypolicy:act --out out/run-mine
     """
     if policy.startswith("openai:"):
-        from compiler.agent_run import run_agent
-        from compiler.llm import Settings, load_prices
+        from replay.agent_run import run_agent
+        from voe.llm import Settings, load_prices
 
         settings = Settings(model=policy.removeprefix("openai:"), temperature=temperature, max_tokens=max_tokens,
                             seed=seed, protocol=protocol, response_format=response_format)
@@ -454,7 +454,7 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
                          prices=load_prices(prices), resume=resume, use_cache=not no_cache, timeout=timeout,
                          progress=progress)
     else:
-        from compiler.run import run_policy
+        from replay.runner import run_policy
 
         info = run_policy(package, policy, passes, seed, out)
     if as_json:
@@ -569,7 +569,7 @@ def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers
       voe export out/pkg --out out/crate
       voe export out/pkg --out out/crate-full --runs out/run-random --include-answers
     """
-    from compiler.export import export_package
+    from export.jsonld import export_package
 
     summary = export_package(package, out, include_answers=include_answers, runs=runs, date=date,
                              license_url=license_url)
@@ -598,8 +598,8 @@ def import_package_cmd(crate: Path, out: Path) -> None:
     Examples:
       voe import-package out/crate-full --out out/pkg-again
     """
-    from compiler.import_package import import_package
     from compiler.package import load_package
+    from export.rebuild import import_package
 
     import_package(crate, out)
     views, evidence, answers, manifest = load_package(out)

@@ -14,12 +14,12 @@ import pytest
 
 from compiler.annotate import TEMPLATE, VERDICT_WORDS, LLMAnnotator, filter_failures, normalise
 from compiler.judge import CRITERIA, CalibrationFailed, Judge, load_cases
-from compiler.llm import Budget, ChatClient, ResponseCache, Settings
 from compiler.models import Action
 from compiler.moments import INSTRUCTIONS, candidate, find_moments, load_catalog, materialize
 from compiler.package import compile_package, load_package
 from ingest import ingest_paths
 from voe.graph import Graph
+from voe.llm import Budget, ChatClient, ResponseCache, Settings
 from voe.llm_server import LocalLLMServer, Reply
 
 SOURCES = ["mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template", "FACTS.md", "ambench-releases"]

@@ -17,11 +17,11 @@ import pytest
 
 from compiler.models import TaskAnswer, TaskView
 from compiler.package import compile_package, load_package
-from compiler.probes import PROBES
-from compiler.run import run_policy
 from compiler.verdict import verdict
 from ingest import ingest_paths
 from ingest.defects import RULES, DefectKind
+from replay.probes import PROBES
+from replay.runner import run_policy
 from verifiers.graph_verify import read_jsonl, verify_run
 from verifiers.score import score_run
 from voe.graph import Graph

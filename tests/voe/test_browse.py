@@ -12,8 +12,8 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from compiler.package import compile_package, load_package
-from compiler.run import run_policy
 from ingest import ingest_paths
+from replay.runner import run_policy
 from verifiers.score import score_run
 from voe.browse import (
     GUIDE_PATH,

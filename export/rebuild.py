@@ -2,7 +2,7 @@
 
 The package is rebuilt from the RDF (each .jsonld parsed with rdflib, contexts from disk), not by copying
 anything: the round trip proves that the export holds the whole package. Order comes back from `voe:position`
-and the JSON-LD lists; JSON types from the typed literals (compiler/export.py). The rebuilt tasks.jsonl,
+and the JSON-LD lists; JSON types from the typed literals (export/jsonld.py). The rebuilt tasks.jsonl,
 evidence.jsonl and answers.jsonl are written exactly as `voe compile` writes them, so they are byte-identical to
 the exported package's files and the rebuilt manifest.json carries the same content hash: a run of the rebuilt
 package scores against the graph the original was compiled into.
@@ -20,7 +20,9 @@ import rdflib
 from rdflib.collection import Collection
 from rdflib.namespace import RDF, XSD
 
-from compiler.export import (
+from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
+from compiler.package import _jsonl
+from export.jsonld import (
     ACT,
     ANSWERS,
     CRATE,
@@ -38,8 +40,6 @@ from compiler.export import (
     load_jsonld,
     validate,
 )
-from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
-from compiler.package import _jsonl
 from voe.errors import InputError, VoeError
 
 V = rdflib.Namespace(VOE)
@@ -94,7 +94,7 @@ class _Reader:
         return self.by_position(list(self.g.subjects(RDF.type, cls)))
 
     def value(self, node: rdflib.term.Node, keys: dict[rdflib.term.Node, str] | None = None) -> Any:
-        """The JSON value `compiler.export.tree` wrote as `node`."""
+        """The JSON value `export.jsonld.tree` wrote as `node`."""
         if node == rdflib.URIRef(NULL):
             return None
         if isinstance(node, rdflib.Literal):
@@ -127,7 +127,7 @@ class _Reader:
         return out
 
     def id_of(self, node: rdflib.term.Node) -> str:
-        """The voe id an IRI of the export names (inverse of compiler.export.iri)."""
+        """The voe id an IRI of the export names (inverse of export.jsonld.iri)."""
         if not str(node).startswith(ID):
             raise self.fail(node, f"is not an IRI under {ID}")
         return unquote(str(node)[len(ID):])

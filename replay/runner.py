@@ -21,9 +21,9 @@ from pydantic import BaseModel
 
 from compiler.models import TaskAnswer, TaskView
 from compiler.package import load_package
-from compiler.policies import NO_ANSWER, POLICIES, Policy
-from compiler.probes import PROBES
-from compiler.replay import ReplayEnv, StepRecord, TrajectorySummary
+from replay.env import ReplayEnv, StepRecord, TrajectorySummary
+from replay.policies import NO_ANSWER, POLICIES, Policy
+from replay.probes import PROBES
 from voe.errors import UsageError
 
 
@@ -37,7 +37,7 @@ class RunInfo(BaseModel):
     tasks: int
     trajectories: int
     seconds: float
-    # agent runs (compiler/agent_run.py): the sampling settings, endpoint, tokens, cost and calls
+    # agent runs (replay/agent_run.py): the sampling settings, endpoint, tokens, cost and calls
     settings: dict[str, Any] | None = None
     base_url: str | None = None
     tokens_in: int | None = None

@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from compiler.llm import ChatClient, LLMError
 from compiler.models import REQUESTS, TERMINALS, Action, TaskView
-from compiler.replay import ReplayEnv, StepRecord, TrajectorySummary
+from replay.env import ReplayEnv, StepRecord, TrajectorySummary
 from voe.errors import UsageError
+from voe.llm import ChatClient, LLMError
 
 PROMPT_VERSION = 1
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from compiler.export import ID, _package_iri, action_iri, context, iri, read_json, tree
 from compiler.models import Manifest, TaskView
-from compiler.replay import StepRecord, TrajectorySummary
+from export.jsonld import ID, _package_iri, action_iri, context, iri, read_json, tree
+from replay.env import StepRecord, TrajectorySummary
 from voe.errors import InputError
 
 

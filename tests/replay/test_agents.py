@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from compiler.agent import task_text
-from compiler.agent_run import RunStopped, run_agent
-from compiler.llm import Price, Settings
 from compiler.models import TaskAnswer, TaskView
 from compiler.package import load_package
-from compiler.run import run_policy
+from replay.agent import task_text
+from replay.agent_run import RunStopped, run_agent
+from replay.runner import run_policy
 from verifiers.score import score_run
 from voe.graph import Graph
+from voe.llm import Price, Settings
 from voe.llm_server import LocalLLMServer, Reply
 
 SECRET = "sk-test-5ecret-never-written"

@@ -19,13 +19,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from compiler.agent import PROMPT_VERSION, Transcript, episode
-from compiler.llm import Budget, BudgetExhausted, ChatClient, LLMError, Price, ResponseCache, Settings, default_cache_dir
 from compiler.models import TaskView
 from compiler.package import load_package
-from compiler.replay import ReplayEnv, StepRecord, TrajectorySummary
-from compiler.run import RunInfo, write_run_files
+from replay.agent import PROMPT_VERSION, Transcript, episode
+from replay.env import ReplayEnv, StepRecord, TrajectorySummary
+from replay.runner import RunInfo, write_run_files
 from voe.errors import UsageError, VoeError
+from voe.llm import Budget, BudgetExhausted, ChatClient, LLMError, Price, ResponseCache, Settings, default_cache_dir
 
 
 class RunPlan(BaseModel):

@@ -20,7 +20,7 @@ Modelling choices (DESIGN is silent on them):
 - Every number is a typed literal written as a string (xsd:integer, xsd:decimal, xsd:boolean), so the RDF, and
   so the hash, do not depend on how a JSON library prints 72.0.
 - Ordered lists are JSON-LD @list (actions, answer id lists) or carry `voe:position` (tasks, menu entries,
-  evidence objects, facts), so the package files can be rebuilt line for line (compiler/import_package.py).
+  evidence objects, facts), so the package files can be rebuilt line for line (export/rebuild.py).
 - Free-form JSON (an evidence object's `metadata`, the manifest's sources, counts and gate) is kept as a tree:
   an object is a `voe:JsonObject` node whose properties are its keys in the `voekey:` namespace
   (percent-encoded), an array a @list, null the IRI voe:null.
@@ -44,10 +44,10 @@ from pyld import jsonld  # type: ignore[import-untyped]
 from pyld.canon import URDNA2015  # type: ignore[import-untyped]
 from pyshacl import validate as shacl_validate
 
-from compiler.croissant import CONFORMS_TO as CROISSANT_CONFORMS_TO
-from compiler.croissant import CROISSANT, JSONL, croissant_metadata
 from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
 from compiler.package import load_package
+from export.croissant import CONFORMS_TO as CROISSANT_CONFORMS_TO
+from export.croissant import CROISSANT, JSONL, croissant_metadata
 from voe.errors import InputError, UsageError, VoeError
 from voe.resources import data_path
 
@@ -481,10 +481,10 @@ def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: li
 
     Raises InputError (exit 2) when `pkg` is not a readable package, ExportInvalid (exit 1) with pyshacl's
     report when the export fails the shapes. `runs` (run folders of this package) go to runs.jsonld as PROV
-    activities, their verdicts to answers.jsonld (compiler/export_runs.py). The CLI
+    activities, their verdicts to answers.jsonld (export/runs.py). The CLI
     (`voe export PKG --out DIR [--runs RUN...] [--include-answers]`) prints `exported T tasks, E evidence
     objects[, R runs][, A verifier-only answers] to DIR (content hash H)` and with `--json` the ExportSummary."""
-    from compiler.export_runs import load_runs, runs_document, verdict_nodes  # it builds on this module
+    from export.runs import load_runs, runs_document, verdict_nodes  # it builds on this module
 
     published = published_date(date)  # a bad --date fails before any work
     views, evidence_by_id, answers, manifest = load_package(pkg)

@@ -21,8 +21,10 @@ from pyld.canon import URDNA2015  # type: ignore[import-untyped]
 from rdflib.compare import isomorphic
 from rdflib.namespace import RDF
 
-from compiler.croissant import CROISSANT
-from compiler.export import (
+from compiler.models import EvidenceObject, ObservedFact, TaskAnswer
+from compiler.package import load_package
+from export.croissant import CROISSANT
+from export.jsonld import (
     ANSWERS,
     CRATE,
     CRATE_SPEC,
@@ -43,10 +45,8 @@ from compiler.export import (
     load_jsonld,
     validate,
 )
-from compiler.import_package import _evidence, _Reader, import_package
-from compiler.models import EvidenceObject, ObservedFact, TaskAnswer
-from compiler.package import load_package
-from compiler.run import run_policy
+from export.rebuild import _evidence, _Reader, import_package
+from replay.runner import run_policy
 from verifiers.score import score_run
 from voe.errors import InputError
 from voe.graph import Graph
@@ -365,7 +365,7 @@ def test_crate_passes_the_ro_crate_validator_offline(exported: tuple[Path, Expor
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """roc-validator's RO-Crate 1.2 profile, every REQUIRED check, with the network closed: the only remote
     document it needs (the RO-Crate context) comes from its cache, seeded from ontology/."""
-    from tests.compiler.rocrate_offline import seed, validate_crate
+    from tests.export.rocrate_offline import seed, validate_crate
 
     seed(tmp_path / "cache")
 

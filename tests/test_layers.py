@@ -1,0 +1,42 @@
+"""The stages import one way: voe (shared ground) <- ingest <- compiler <- replay <- verifiers, and the command
+line on top. Function-level imports count too. The one sanctioned backward edge: admission (compiler.gate and
+compiler.annotate's reference-path filter) runs tasks through the replay environment, the baselines and the
+probes before a package is released, as the release gate demands (DESIGN, gates)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+ORDER = ["voe", "ingest", "compiler", "replay", "verifiers", "export"]
+TOP = {"voe.cli", "voe.cli_reference", "voe.__main__"}  # the command line sits on top of every stage
+ADMISSION = {"compiler.gate": {"replay.env", "replay.policies", "replay.probes"},
+             "compiler.annotate": {"replay.env"}}
+
+
+def _imports(path: Path) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+    return {m for m in out if m.split(".")[0] in ORDER}
+
+
+def test_every_stage_imports_only_from_itself_and_the_stages_before_it() -> None:
+    wrong = []
+    checked = 0
+    for package in ORDER:
+        for path in sorted((REPO / package).rglob("*.py")):
+            module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+            if module in TOP:
+                continue
+            checked += 1
+            allowed = set(ORDER[: ORDER.index(package) + 1])
+            for imported in _imports(path):
+                if imported.split(".")[0] not in allowed and imported not in ADMISSION.get(module, set()):
+                    wrong.append(f"{module} imports {imported}")
+    assert checked > 50
+    assert wrong == []
