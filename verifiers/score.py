@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,34 @@ def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[Traject
               for tr in read_jsonl(run_dir / "trajectories.jsonl")]
     summary = summarize(scores, info["policy"], info["passes"])
     summary["run_id"] = info["run_id"]
+    # what was scored: `voe report` reads the scores back only while the run is the one scored
+    summary["trajectories_sha256"] = _sha256(run_dir / "trajectories.jsonl")
     if info.get("calls") is not None:  # an agent run: what it cost
         summary["usage"] = {k: info.get(k) for k in ("calls", "tokens_in", "tokens_out", "cost")}
     (run_dir / "scores.jsonl").write_text("".join(json.dumps(s.model_dump()) + "\n" for s in scores))
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary, scores
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_scored(run_dir: Path) -> tuple[dict[str, Any], list[TrajectoryScore]]:
+    """The summary and per-trajectory scores `voe score` wrote into `run_dir`, with no Neo4j: `voe report` reads
+    these. Refused when the run was never scored, or changed since (its trajectories differ from the scored ones)."""
+    summary_path, scores_path = run_dir / "summary.json", run_dir / "scores.jsonl"
+    if not (run_dir / "run.json").is_file():
+        raise InputError("not a run folder (no run.json); create one with `voe run`", path=str(run_dir))
+    if not summary_path.is_file() or not scores_path.is_file():
+        raise InputError(f"the run is not scored yet; run `voe score {run_dir}` first", path=str(run_dir))
+    try:
+        summary = json.loads(summary_path.read_text())
+        scores = [TrajectoryScore.model_validate_json(line) for line in scores_path.read_text().splitlines() if line]
+    except ValueError as exc:  # JSON or validation: a damaged score file, not a crash
+        raise InputError(f"the scores are unreadable ({exc}); run `voe score {run_dir}` again", path=str(run_dir)) from exc
+    scored = summary.get("trajectories_sha256")
+    if scored != _sha256(run_dir / "trajectories.jsonl"):
+        why = "was scored by an older voe" if scored is None else "changed since it was scored"
+        raise InputError(f"the run {why}; run `voe score {run_dir}` again", path=str(run_dir))
     return summary, scores

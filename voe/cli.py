@@ -523,22 +523,22 @@ def report_cmd(runs: tuple[Path, ...], out: Path, against: Path | None) -> None:
     """Write a Markdown/HTML report for one or more scored runs: headline table with intervals,
     per-family breakdown, failure codebook distribution, model usage (tokens, cost) and plots (PNG/SVG).
 
+    Reads what `voe score` wrote into each run (summary.json, scores.jsonl): no Neo4j needed; a run not scored
+    yet, or changed since, is refused with the command that scores it.
+
     \b
     Examples:
       voe report out/run-reference out/run-random --out out/report --against out/run-random
     """
     from verifiers.metrics import paired
     from verifiers.report import write_report
-    from verifiers.score import score_run
-    from voe.graph import Graph
+    from verifiers.score import load_scored
 
-    with Graph() as graph:
-        graph.verify()
-        scored = [score_run(graph, r) for r in runs]
-        pairs = None
-        if against is not None:
-            base_summary, base = score_run(graph, against)
-            pairs = [{**paired(s, base), "against": base_summary["policy"]} for _, s in scored]
+    scored = [load_scored(r) for r in runs]  # what `voe score` wrote: no Neo4j needed
+    pairs = None
+    if against is not None:
+        base_summary, base = load_scored(against)
+        pairs = [{**paired(s, base), "against": base_summary["policy"]} for _, s in scored]
     path = write_report([s for s, _ in scored], out, pairs)
     click.echo(f"report written to {path}")
 

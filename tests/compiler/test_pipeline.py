@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -326,12 +327,22 @@ def test_score_json_and_report(compiled: dict[str, Any], cli_env: dict[str, str]
     assert clustered["clusters"] == compiled["summary"].workflows and tuple(clustered["ci95_cluster"]) == (1.0, 1.0)
     rnd = out["evidence_grounded_valid"]  # the random policy: tasks of one workflow are not independent
     assert rnd["clusters"] == compiled["summary"].workflows and rnd["ci95_cluster"][0] <= rnd["mean"] <= rnd["ci95_cluster"][1]
+    no_server = {**cli_env, "NEO4J_URI": "bolt://127.0.0.1:1"}  # the report reads the scores: no Neo4j
     proc = subprocess.run([sys.executable, "-m", "voe", "report", *(str(root / p) for p in BASELINES), "--out",
-                           str(root / "report")], capture_output=True, text=True, env=cli_env)
+                           str(root / "report")], capture_output=True, text=True, env=no_server)
     assert proc.returncode == 0, proc.stderr
     md = (root / "report" / "report.md").read_text()
     assert "| reference | " in md and "source_integrity" in md and "over_abstain" in md
     assert (root / "report" / "validity.png").stat().st_size > 1000
+    stale = root / "random-stale"
+    shutil.copytree(root / "random", stale)
+    (stale / "trajectories.jsonl").write_text((stale / "trajectories.jsonl").read_text().replace('"steps": ', '"steps": 1', 1))
+    for damage, message in ((None, "changed since it was scored"), ("summary.json", "is not scored yet")):
+        if damage:
+            (stale / damage).unlink()
+        proc = subprocess.run([sys.executable, "-m", "voe", "report", str(stale), "--out", str(root / "report2")],
+                              capture_output=True, text=True, env=no_server)
+        assert proc.returncode == 2 and message in proc.stderr and f"voe score {stale}" in proc.stderr, proc.stderr
 
 
 def test_admission_filters_reject_what_they_name(compiled: dict[str, Any]) -> None:

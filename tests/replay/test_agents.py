@@ -306,6 +306,7 @@ def test_voe_run_openai_then_score_and_report_and_a_killed_run_resumes(package: 
     score = _voe(["score", str(tmp_path / "clean"), "--json"], env)
     assert score.returncode == 0, score.stderr
     assert json.loads(score.stdout)["codebook"] == {"reference_path": 3 * len(tasks.views)}
+    assert _voe(["score", str(tmp_path / "ref")], env).returncode == 0  # `voe report` reads the scores
     report = _voe(["report", str(tmp_path / "clean"), str(tmp_path / "ref"), "--against", str(tmp_path / "ref"),
                    "--out", str(tmp_path / "report")], env)
     assert report.returncode == 0, report.stderr
