@@ -50,6 +50,7 @@ from export.croissant import CONFORMS_TO as CROISSANT_CONFORMS_TO
 from export.croissant import CROISSANT, JSONL, croissant_metadata
 from voe.errors import InputError, UsageError, VoeError
 from voe.resources import data_path
+from voe.settings import settings
 
 VOE = "https://w3id.org/voe/ontology#"
 VOEA = "https://w3id.org/voe/answer#"
@@ -395,14 +396,13 @@ def published_date(date: str | None = None) -> str:
     """The crate's datePublished: `date` (YYYY-MM-DD), else SOURCE_DATE_EPOCH (the reproducible-builds convention,
     so that two exports of one package are byte-identical), else today (UTC)."""
     import datetime as dt  # noqa: PLC0415 - only the crate needs it
-    import os  # noqa: PLC0415
 
     if date is not None:
         try:
             return dt.date.fromisoformat(date).isoformat()
         except ValueError as exc:
             raise UsageError(f"--date {date!r}: expected YYYY-MM-DD") from exc
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    epoch = settings().source_date_epoch
     if epoch:
         try:
             return dt.datetime.fromtimestamp(int(epoch), dt.UTC).date().isoformat()

@@ -31,7 +31,6 @@ import fnmatch
 import hashlib
 import http.client
 import json
-import os
 import re
 import socket
 import threading
@@ -49,6 +48,7 @@ from urllib.parse import quote, urlsplit
 from pydantic import BaseModel, Field
 
 from voe.errors import InputError, VoeError
+from voe.settings import settings
 
 DEFAULT_BASE_URL = "https://data.nist.gov"
 CHUNK = 1 << 16
@@ -159,7 +159,7 @@ class _Run:
 
 
 def base_url_from_env(explicit: str | None) -> str:
-    return (explicit or os.environ.get("VOE_PDR_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    return (explicit or settings().voe_pdr_base_url).rstrip("/")
 
 
 def fetch(record: str, into: Path, *, include: list[str] | None = None, max_bytes: int | None = None,

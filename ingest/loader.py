@@ -32,6 +32,7 @@ from ingest.nerdm import RecordGraph
 from voe.errors import GraphBusy
 from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow, WriteCounts
 from voe.ontology import Label
+from voe.settings import settings
 
 Late = Callable[[], tuple[list[NodeRow], list[EdgeRow]]]
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ FAULT_STEPS = ("lease", "nodes", "files", "edges", "late", "commit", "deleted_ol
 
 
 def _fault(step: str) -> None:
-    if os.environ.get("VOE_FAULT_AT") == step:
+    if settings().voe_fault_at == step:
         os.kill(os.getpid(), 9)
 
 

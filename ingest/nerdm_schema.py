@@ -14,7 +14,6 @@ validators refuse, recursion) is a violation at the object it was checking, nami
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -28,6 +27,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
 from voe.resources import data_path
+from voe.settings import settings
 
 SCHEMA_FILES = (
     "nerdm/nerdm-schema.json",
@@ -41,9 +41,9 @@ SCHEMA_FILES = (
 
 def default_schema_dir() -> Path | None:
     """VOE_SCHEMA_DIR, else the shared archive set beside the checkout (../shared/archives/schemas)."""
-    env = os.environ.get("VOE_SCHEMA_DIR")
-    if env:
-        return Path(env)
+    env = settings().voe_schema_dir
+    if env is not None:
+        return env
     candidate = data_path("cypher").resolve().parent.parent / "shared" / "archives" / "schemas"
     return candidate if candidate.is_dir() else None
 

@@ -26,6 +26,7 @@ from replay.env import ReplayEnv, StepRecord, TrajectorySummary
 from replay.runner import RunInfo, write_run_files
 from voe.errors import UsageError, VoeError
 from voe.llm import Budget, BudgetExhausted, ChatClient, LLMError, Price, ResponseCache, Settings, default_cache_dir
+from voe.settings import settings as environment
 
 
 class RunPlan(BaseModel):
@@ -82,7 +83,7 @@ def run_agent(pkg: Path, model: str, out: Path, *, passes: int = 1, seed: int = 
     policy = f"openai:{model}"
     run_id = f"run:{policy}:{manifest.content_hash[:12]}:s{seed}:p{passes}"
     plan = RunPlan(run_id=run_id, policy=policy, package=str(pkg.resolve()), content_hash=manifest.content_hash,
-                   passes=passes, seed=seed, settings=settings, base_url=base_url or os.environ.get("OPENAI_BASE_URL"))
+                   passes=passes, seed=seed, settings=settings, base_url=base_url or environment().openai_base_url)
     out.mkdir(parents=True, exist_ok=True)
     plan_path, parts_dir = out / "run.plan.json", out / "parts"
     if plan_path.exists():

@@ -1,12 +1,11 @@
-"""Connection settings, read from the environment (NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD, NEO4J_DATABASE)."""
+"""Connection settings, from the environment (NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD, NEO4J_DATABASE; voe/settings.py)."""
 
 from __future__ import annotations
 
-import os
-
 from pydantic import BaseModel
 
-DEFAULT_URI = "bolt://127.0.0.1:7687"
+from voe.settings import DEFAULT_NEO4J_URI as DEFAULT_URI
+from voe.settings import settings
 
 
 class Neo4jSettings(BaseModel):
@@ -17,12 +16,9 @@ class Neo4jSettings(BaseModel):
 
     @classmethod
     def from_env(cls) -> Neo4jSettings:
-        return cls(
-            uri=os.environ.get("NEO4J_URI") or DEFAULT_URI,
-            user=os.environ.get("NEO4J_USER") or "neo4j",
-            password=os.environ.get("NEO4J_PASSWORD") or None,
-            database=os.environ.get("NEO4J_DATABASE") or "neo4j",
-        )
+        env = settings()
+        password = env.neo4j_password.get_secret_value() if env.neo4j_password else None
+        return cls(uri=env.neo4j_uri, user=env.neo4j_user, password=password, database=env.neo4j_database)
 
     @property
     def auth(self) -> tuple[str, str] | None:

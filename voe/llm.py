@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from voe.errors import UsageError, VoeError
+from voe.settings import settings as environment
 
 CACHE_VERSION = 1
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -83,8 +84,7 @@ class Budget:
 def load_prices(path: Path | None) -> dict[str, Price]:
     """A price table: JSON {model: {"input_per_mtok": USD, "output_per_mtok": USD}} (per million tokens)."""
     if path is None:
-        env = os.environ.get("VOE_PRICES")
-        path = Path(env) if env else None
+        path = environment().voe_prices
     if path is None:
         return {}
     try:
@@ -96,7 +96,8 @@ def load_prices(path: Path | None) -> dict[str, Price]:
 
 
 def redact(text: str) -> str:
-    key = os.environ.get("OPENAI_API_KEY")
+    secret = environment().openai_api_key
+    key = secret.get_secret_value() if secret else None
     return text.replace(key, "[redacted]") if key and len(key) >= 4 else text
 
 
@@ -139,7 +140,7 @@ class ResponseCache:
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("VOE_CACHE_DIR", Path.home() / ".cache" / "voe")) / "llm"
+    return environment().cache_dir / "llm"
 
 
 class ChatClient:
@@ -153,8 +154,9 @@ class ChatClient:
 
         self.settings, self.cache, self.run_cache, self.budget, self.prices = settings, cache, run_cache, budget, prices
         self.max_attempts, self.backoff_s, self.max_backoff_s = max_attempts, backoff_s, max_backoff_s
-        base = base_url or os.environ.get("OPENAI_BASE_URL")
-        key = os.environ.get("OPENAI_API_KEY") or ("local" if base else None)
+        env = environment()
+        base = base_url or env.openai_base_url
+        key = (env.openai_api_key.get_secret_value() if env.openai_api_key else None) or ("local" if base else None)
         if key is None:
             raise UsageError("no API key: set OPENAI_API_KEY (or give --base-url for a local server that needs none)")
         self._base, self._key, self._timeout = base, key, timeout

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from voe.errors import ServerError
 from voe.resources import data_path
+from voe.settings import settings
 
 NEO4J_VERSION = "5.26.30"
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
@@ -48,10 +49,7 @@ class ServerStatus(BaseModel):
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("VOE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "voe"
-    )
-    return Path(base)
+    return settings().cache_dir
 
 
 class LocalNeo4j:
@@ -86,7 +84,7 @@ class LocalNeo4j:
     # ------------------------------------------------------------------ tools
     @staticmethod
     def java() -> str:
-        home = os.environ.get("JAVA_HOME")
+        home = settings().java_home
         candidate = os.path.join(home, "bin", "java") if home else shutil.which("java")
         if not candidate or not os.path.exists(candidate):
             raise ServerError(

@@ -4,7 +4,6 @@ are validated against the AM Bench XSDs; non-well-formed XML and schema violatio
 from __future__ import annotations
 
 import itertools
-import os
 import re
 from collections.abc import Iterator
 from functools import lru_cache
@@ -15,14 +14,15 @@ from lxml import etree
 
 from ingest.limits import Meter
 from ingest.parsers.model import Fact, FileDefect, Parsed, Role
+from voe.settings import settings as environment
 
 XSD_FILES = ("AMBuild.xsd", "AMMeasurement.xsd", "AMReference.xsd", "AMDocs.xsd")
 
 
 def default_xsd_dir() -> Path | None:
-    env = os.environ.get("VOE_XSD_DIR")
-    if env:
-        return Path(env)
+    env: Path | None = environment().voe_xsd_dir
+    if env is not None:
+        return env
     from ingest.nerdm_schema import default_schema_dir
 
     base = default_schema_dir()
