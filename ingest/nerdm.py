@@ -13,6 +13,7 @@ import posixpath
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlparse
@@ -51,6 +52,22 @@ from voe.graph import (
 from voe.ontology import Label, Rel
 
 RULESET_VERSION = "nerdm-8"  # part of the ingest stamp: changing a rule re-stamps (and re-checks) records
+# the libraries whose reading of a file becomes facts: an upgrade of one re-stamps (and re-reads) every record,
+# instead of keeping the facts the old version read under the same stamp
+PARSER_LIBRARIES = ("pdfplumber", "pdfminer.six", "openpyxl", "lxml", "jsonschema")
+
+
+@lru_cache(maxsize=1)
+def parser_versions() -> bytes:
+    from importlib.metadata import PackageNotFoundError, version
+
+    def one(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "absent"
+
+    return ";".join(f"{n}={one(n)}" for n in PARSER_LIBRARIES).encode()
 NERDM_FILENAME = "nerdm.json"
 # Arrays and objects nested deeper than this are refused when a record is read (an InputError naming the
 # file): everything downstream (schema checks, canonical JSON, the graph) recurses over the record.
@@ -301,7 +318,7 @@ class RecordBuilder:
         # rest storable; the same function, so every reference to it agrees)
         self.rec_id, self._rec_id_note = storable_key(rec_id)
         self.g = RecordGraph(self.rec_id, _text(ark) or "", _text(version), _text(title), self.record_file)
-        self._stamp_parts: list[bytes] = [RULESET_VERSION.encode(), *stamp_seed]
+        self._stamp_parts: list[bytes] = [RULESET_VERSION.encode(), parser_versions(), *stamp_seed]
         self._locations: set[str] = set()
         self._files: set[str] = set()
         self._doc_info: dict[str, tuple[str, Parsed]] = {}

@@ -7,6 +7,8 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
+
 from ingest import ingest_paths
 from ingest.files import resolve_pointer, span_sha256
 from tests.ingest.helpers import defects_by_kind, nerdm, rows
@@ -161,3 +163,15 @@ def test_graph_conforms_to_the_shacl_shapes(graph: Graph, archives: Path) -> Non
     ontology_graph = RDFGraph().parse(data_path("ontology") / "voe.ttl", format="turtle")
     conforms, _, text = validate(data, shacl_graph=shapes, ont_graph=ontology_graph, inference="rdfs")
     assert conforms, text
+
+
+def test_an_upgrade_of_a_parser_library_re_stamps_the_record(archives: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The versions of the libraries that read files are part of the ingest stamp: an upgrade re-reads records
+    instead of keeping the facts the old version read under the same stamp."""
+    import ingest.nerdm as nerdm
+
+    before = nerdm.build_record(archives / "mds2-2106", None).stamp
+    assert b"pdfplumber=" in nerdm.parser_versions() and b"openpyxl=" in nerdm.parser_versions()
+    assert nerdm.build_record(archives / "mds2-2106", None).stamp == before  # deterministic otherwise
+    monkeypatch.setattr(nerdm, "parser_versions", lambda: b"pdfplumber=99.0;openpyxl=3.1.5")
+    assert nerdm.build_record(archives / "mds2-2106", None).stamp != before
