@@ -96,11 +96,13 @@ def ingest_paths(
     schema_dir: Path | None = None,
     validate_schema: bool = True,
     progress: Callable[[str], None] | None = None,
+    bar: Callable[[int, int], None] | None = None,
 ) -> IngestReport:
     """Ingest each path (a record folder or a nerdm.json). A path that fails is reported and skipped;
     the others are still ingested, each in its own transaction. Input voe cannot read is an InputError's
     message; any other failure while reading, building or writing one path is reported for that path as
-    what failed (the traceback goes to the debug log); only GraphUnavailable (Neo4j down) stops the call."""
+    what failed (the traceback goes to the debug log); only GraphUnavailable (Neo4j down) stops the call.
+    `progress` gets messages, `bar` (paths done, paths) is called after each path."""
     say = progress or (lambda _m: None)
     started = time.perf_counter()
     report = IngestReport()
@@ -120,7 +122,9 @@ def ingest_paths(
         say(f"cleaned {rid}: a killed or failed ingest left it unfinished")
     totals = Totals()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="voe-schema") as pool:
-        for path in paths:
+        for done, path in enumerate(paths):
+            if bar is not None:
+                bar(done, len(paths))
             stage = ["reading it"]
             try:
                 _ingest_one(Path(path), graph, schemas, pool, report, totals, say, stage)
@@ -136,6 +140,8 @@ def ingest_paths(
                 report.errors.append(IngestProblem.of(
                     str(path), f"could not be ingested: {type(exc).__name__} while {stage[0]}"
                                + (f": {detail}" if detail else "")))
+    if bar is not None:
+        bar(len(paths), len(paths))
     report.components = dict(sorted(totals.components.items()))
     report.defects = dict(sorted(totals.defects.items()))
     report.evidence = dict(sorted(totals.evidence.items()))

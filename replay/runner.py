@@ -83,8 +83,10 @@ def write_run_files(out: Path, steps: list[StepRecord], summaries: list[Trajecto
                                                     for s in summaries))
 
 
-def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy_fn: Policy | None = None) -> RunInfo:
-    """Run `policy` (a baseline name; or any name with `policy_fn`, e.g. an agent or a scripted test policy)."""
+def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy_fn: Policy | None = None,
+               progress: Callable[[int, int], None] | None = None) -> RunInfo:
+    """Run `policy` (a baseline name; or any name with `policy_fn`, e.g. an agent or a scripted test policy).
+    `progress` (trajectories done, trajectories) is called as the run goes."""
     known = {**POLICIES, **{f"probe:{k}": v for k, v in PROBES.items()}}
     if policy_fn is None and policy.startswith("python:"):
         policy_fn = python_policy(policy.removeprefix("python:"))
@@ -112,6 +114,8 @@ def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy
                     history.append(rec.model_dump(mode="json"))
                     steps_fh.write(json.dumps(rec.model_dump(mode="json"), sort_keys=True) + "\n")
                 summaries.append(env.summary.model_copy(deep=True))
+                if progress is not None and (len(summaries) % 50 == 0 or len(summaries) == passes * len(views)):
+                    progress(len(summaries), passes * len(views))
     (out / "trajectories.jsonl").write_text("".join(json.dumps(s.model_dump(), sort_keys=True) + "\n" for s in summaries))
     info = RunInfo(run_id=run_id, policy=policy, passes=passes, seed=seed, package=str(pkg.resolve()),
                    content_hash=manifest.content_hash, tasks=len(views), trajectories=len(summaries),

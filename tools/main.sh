@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e .
+.venv/bin/python -m pip install -q -e . -c requirements.lock  # pinned: tools/lock.sh regenerates it
 if [ -z "${NEO4J_URI:-}" ]; then
   .venv/bin/voe db up
 fi

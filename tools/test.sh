@@ -11,7 +11,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[dev]'
+.venv/bin/python -m pip install -q -e '.[dev]' -c requirements.lock  # pinned: tools/lock.sh regenerates it
 
 started=""
 if [ -z "${NEO4J_URI:-}" ]; then

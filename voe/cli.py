@@ -23,6 +23,17 @@ def _emit_json(payload: Any) -> None:
     click.echo(json.dumps(payload, indent=2, sort_keys=False))
 
 
+def _quiet_option(fn: F) -> F:
+    return click.option("--quiet", "-q", is_flag=True,
+                        help="No progress on stderr (messages and bars; --json does not turn them off).")(fn)
+
+
+def _reporter(quiet: bool) -> Any:
+    from voe.progress import Progress
+
+    return Progress(enabled=not quiet)
+
+
 def _progress(enabled: bool) -> Callable[[str], None]:
     return (lambda msg: click.echo(msg, err=True)) if enabled else (lambda _msg: None)
 
@@ -173,7 +184,9 @@ def db_clear(yes: bool) -> None:
 @click.option("--no-schema", is_flag=True, help="Skip NERDm schema validation.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any defect is found.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def ingest(paths: tuple[Path, ...], schema_dir: Path | None, no_schema: bool, strict: bool, as_json: bool) -> None:
+@_quiet_option
+def ingest(paths: tuple[Path, ...], schema_dir: Path | None, no_schema: bool, strict: bool, as_json: bool,
+           quiet: bool) -> None:
     """Ingest archive folders into the graph.
 
     Each PATH is, by content: a NERDm record folder (nerdm.json plus payload files and .sha256
@@ -195,10 +208,12 @@ def ingest(paths: tuple[Path, ...], schema_dir: Path | None, no_schema: bool, st
 
     if schema_dir is not None and not schema_dir.is_dir():
         raise click.BadParameter(f"{schema_dir} is not a folder", param_hint="--schemas")
+    reporter = _reporter(quiet)
     with Graph() as graph:
         graph.verify()
-        report = ingest_paths(list(paths), graph, schema_dir=schema_dir, validate_schema=not no_schema,
-                              progress=_progress(not as_json))
+        with reporter.bar("ingest", len(paths), "paths") as bar:
+            report = ingest_paths(list(paths), graph, schema_dir=schema_dir, validate_schema=not no_schema,
+                                  progress=reporter.say, bar=bar.update)
     if as_json:
         _emit_json(report.model_dump())
     else:
@@ -238,8 +253,9 @@ def ingest(paths: tuple[Path, ...], schema_dir: Path | None, no_schema: bool, st
 @click.option("--deadline", default=21600.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Seconds the whole run may take; files not reached by then fail.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@_quiet_option
 def fetch(record: str, into: Path, include: tuple[str, ...], max_bytes: int | None, base_url: str | None,
-          retries: int, timeout: float, file_deadline: float, deadline: float, as_json: bool) -> None:
+          retries: int, timeout: float, file_deadline: float, deadline: float, as_json: bool, quiet: bool) -> None:
     """Download a NIST PDR record (e.g. mds2-2525) and its files into the layout `voe ingest` reads.
 
     Files are checked against the NERDm size and checksum (in the algorithm it names), resumed
@@ -258,7 +274,7 @@ def fetch(record: str, into: Path, include: tuple[str, ...], max_bytes: int | No
 
     report = do_fetch(record, into, include=list(include) or None, max_bytes=max_bytes, base_url=base_url,
                       retries=retries, timeout=timeout, file_deadline=file_deadline, deadline=deadline,
-                      progress=_progress(not as_json))
+                      progress=_reporter(quiet).say)
     if as_json:
         _emit_json(report_json(report))
     else:
@@ -315,8 +331,9 @@ def _judge(spec: str | None, base_url: str | None) -> Any:
               type=click.Choice(["json_schema", "json_object", "json_object_schema", "none"]), default="json_schema",
               show_default=True, help="How the annotator's JSON reply is requested (servers differ).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@_quiet_option
 def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, judge: str | None,
-                base_url: str | None, response_format: str, as_json: bool) -> None:
+                base_url: str | None, response_format: str, as_json: bool, quiet: bool) -> None:
     """Compile realized-only decision tasks from the graph into a versioned task package.
 
     Each subject item of the graph becomes one decision (compiler/moments.py): a packet whose
@@ -342,7 +359,9 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
     with Graph() as graph:
         graph.verify()
         if archives:
-            report = ingest_paths(list(archives), graph, progress=_progress(not as_json))
+            reporter = _reporter(quiet)
+            with reporter.bar("ingest", len(archives), "paths") as bar:
+                report = ingest_paths(list(archives), graph, progress=reporter.say, bar=bar.update)
             if report.errors:
                 for err in report.errors:
                     click.echo(f"error: {err.path}: {err.message}", err=True)
@@ -422,10 +441,11 @@ def _check_policy(ctx: click.Context, param: click.Parameter, value: str) -> str
 @click.option("--no-cache", "no_cache", is_flag=True,
               help="Do not reuse answers from the shared response cache (VOE_CACHE_DIR/llm).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run info as JSON.")
+@_quiet_option
 def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_url: str | None, protocol: str,
             response_format: str, temperature: float, max_tokens: int | None, concurrency: int,
             max_requests: int | None, max_cost: float | None, prices: Path | None, timeout: float, resume: bool,
-            no_cache: bool, as_json: bool) -> None:
+            no_cache: bool, as_json: bool, quiet: bool) -> None:
     """Run a policy over every task of a package through the replay environment.
 
     One JSON line per step (steps.jsonl) and one summary per trajectory (trajectories.jsonl).
@@ -445,18 +465,22 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
         settings = Settings(model=policy.removeprefix("openai:"), temperature=temperature, max_tokens=max_tokens,
                             seed=seed, protocol=protocol, response_format=response_format)
 
-        def progress(done: int, total: int) -> None:
-            if not as_json and (done == total or done % 10 == 0):
-                click.echo(f"  {done}/{total} trajectories", err=True)
+        reporter = _reporter(quiet)
+        bar = reporter.bar("run", 0, "trajectories")
 
-        info = run_agent(package, settings.model, out, passes=passes, seed=seed, base_url=base_url,
-                         settings=settings, concurrency=concurrency, max_requests=max_requests, max_cost=max_cost,
-                         prices=load_prices(prices), resume=resume, use_cache=not no_cache, timeout=timeout,
-                         progress=progress)
+        def progress(done: int, total: int) -> None:
+            bar.update(done, total)
+
+        with bar:
+            info = run_agent(package, settings.model, out, passes=passes, seed=seed, base_url=base_url,
+                             settings=settings, concurrency=concurrency, max_requests=max_requests,
+                             max_cost=max_cost, prices=load_prices(prices), resume=resume, use_cache=not no_cache,
+                             timeout=timeout, progress=progress)
     else:
         from replay.runner import run_policy
 
-        info = run_policy(package, policy, passes, seed, out)
+        with _reporter(quiet).bar("run", 0, "trajectories") as bar:
+            info = run_policy(package, policy, passes, seed, out, progress=bar.update)
     if as_json:
         _emit_json(info.model_dump(exclude_none=True))
     else:

@@ -1,0 +1,60 @@
+"""Progress on stderr: a bar that redraws in place on a terminal, one line per finished bar elsewhere, nothing
+with --quiet; messages go above the bar."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+from voe.progress import Progress
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_log_gets_messages_and_one_line_per_bar() -> None:
+    out = io.StringIO()
+    p = Progress(stream=out)
+    with p.bar("run", 3, "trajectories") as bar:
+        for _ in range(3):
+            bar.advance()
+        p.say("a message")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "a message" and lines[1].startswith("run: 3/3 trajectories in ") and len(lines) == 2
+
+
+def test_a_terminal_gets_a_bar_redrawn_in_place() -> None:
+    out = Tty()
+    p = Progress(stream=out)
+    with p.bar("ingest", 2, "paths") as bar:
+        bar.update(1)
+        p.say("cleaned x")
+        bar.update(2)
+    text = out.getvalue()
+    assert "\r\x1b[Kingest [############............] 1/2 paths" in text
+    assert "cleaned x\n" in text and text.rstrip().splitlines()[-1].endswith("s")
+    assert "ingest: 2/2 paths in " in text
+
+
+def test_quiet_prints_nothing(tmp_path: Path) -> None:
+    out = Tty()
+    p = Progress(enabled=False, stream=out)
+    with p.bar("x", 1) as bar:
+        bar.advance()
+        p.say("hidden")
+    assert out.getvalue() == ""
+
+
+def test_voe_run_shows_progress_even_with_json_and_none_with_quiet(package: Path, tmp_path: Path,
+                                                                   cli_env: dict[str, str]) -> None:
+    base = [sys.executable, "-m", "voe", "run", str(package), "--policy", "random", "--json"]
+    shown = subprocess.run([*base, "--out", str(tmp_path / "a")], capture_output=True, text=True, env=cli_env)
+    assert shown.returncode == 0 and "run: " in shown.stderr and " trajectories in " in shown.stderr
+    quiet = subprocess.run([*base, "--quiet", "--out", str(tmp_path / "b")], capture_output=True, text=True,
+                           env=cli_env)
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    assert (tmp_path / "a" / "steps.jsonl").read_bytes() == (tmp_path / "b" / "steps.jsonl").read_bytes()
