@@ -4,12 +4,10 @@ and is valid on every task by construction; the others are the null policies of 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from typing import Any
 
 from compiler.models import TERMINALS, Action, TaskAnswer, TaskView
-
-Policy = Callable[[TaskView, TaskAnswer, list[dict[str, Any]], random.Random], dict[str, Any]]
+from replay.registry import register
 
 
 def reference(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:
@@ -56,10 +54,9 @@ class _Hidden:
 
 NO_ANSWER: Any = _Hidden()
 
-POLICIES: dict[str, Policy] = {
-    "reference": reference,
-    "request_everything": request_everything,
-    "submit_all": submit_all,
-    "refuse_all": refuse_all,
-    "random": random_policy,
-}
+register("reference", reference, kind="reference",
+         about="replays the verifier-only reference path (the only policy given the answers)")
+register("request_everything", request_everything, kind="baseline", about="requests every menu entry, then submits what it got")
+register("submit_all", submit_all, kind="baseline", about="submits every menu entry at once")
+register("refuse_all", refuse_all, kind="baseline", about="abstains or escalates at once")
+register("random", random_policy, kind="baseline", about="random requests, then a random terminal and payload")

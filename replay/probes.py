@@ -27,8 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 from compiler.models import Action, TaskAnswer, TaskView
+from replay.registry import Policy, register
 
-Policy = Callable[[TaskView, TaskAnswer, list[dict[str, Any]], random.Random], dict[str, Any]]
 HEX40 = re.compile(r"\b[0-9a-f]{40}\b")
 
 
@@ -163,12 +163,16 @@ def predicted(action: str) -> Policy:
     return policy
 
 
-PROBES: dict[str, Policy] = {
-    "named_item": named_item,
-    "status_only": status_only,
-    "unheld_flag": unheld_flag,
-    "pull_all": pull_all,
-    "flag_all": _blanket(Action.FLAG_SOURCE_DEFECT, True),
-    "localize_all": _blanket(Action.LOCALIZE_MISSING_EVIDENCE, True),
-    "escalate_all": _blanket(Action.ABSTAIN_OR_ESCALATE, False),
-}
+register("probe:named_item", named_item, kind="probe",
+         about="pulls the items the question names, then judges by whether they look odd")
+register("probe:status_only", status_only, kind="probe",
+         about="decides from request outcomes alone (unavailable: localize, else submit)")
+register("probe:unheld_flag", unheld_flag, kind="probe", gate="recorded",
+         about="flags whatever the archive does not hold (recorded by the gate, no limit)")
+register("probe:pull_all", pull_all, kind="probe", about="pulls the whole menu, then judges by whether anything looks odd")
+register("probe:flag_all", _blanket(Action.FLAG_SOURCE_DEFECT, True), kind="probe",
+         about="pulls the menu, then flags all of it")
+register("probe:localize_all", _blanket(Action.LOCALIZE_MISSING_EVIDENCE, True), kind="probe",
+         about="pulls the menu, then localizes all of it as missing")
+register("probe:escalate_all", _blanket(Action.ABSTAIN_OR_ESCALATE, False), kind="probe",
+         about="pulls the menu, then escalates")

@@ -22,8 +22,8 @@ from pydantic import BaseModel
 from compiler.models import TaskAnswer, TaskView
 from compiler.package import load_package
 from replay.env import ReplayEnv, StepRecord, TrajectorySummary
-from replay.policies import NO_ANSWER, POLICIES, Policy
-from replay.probes import PROBES
+from replay.policies import NO_ANSWER
+from replay.registry import Policy, get
 from voe.errors import UsageError
 
 
@@ -87,13 +87,12 @@ def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy
                progress: Callable[[int, int], None] | None = None) -> RunInfo:
     """Run `policy` (a baseline name; or any name with `policy_fn`, e.g. an agent or a scripted test policy).
     `progress` (trajectories done, trajectories) is called as the run goes."""
-    known = {**POLICIES, **{f"probe:{k}": v for k, v in PROBES.items()}}
     if policy_fn is None and policy.startswith("python:"):
         policy_fn = python_policy(policy.removeprefix("python:"))
-    if policy_fn is None and policy not in known:
-        raise UsageError(f"unknown policy {policy!r}; choose from {', '.join(known)}")
+    if policy_fn is None:
+        policy_fn = get(policy).act  # a UsageError naming the choices for an unknown name
     views, evidence, answers, manifest = load_package(pkg)
-    act = policy_fn or known[policy]
+    act = policy_fn
     env = ReplayEnv(evidence)
     run_id = f"run:{policy}:{manifest.content_hash[:12]}:s{seed}:p{passes}"
     started = time.perf_counter()

@@ -390,10 +390,9 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
 
 # ---------------------------------------------------------------------------------------- run / score / report
 def _policy_names() -> list[str]:
-    from replay.policies import POLICIES
-    from replay.probes import PROBES
+    from replay.registry import names
 
-    return [*POLICIES, *(f"probe:{p}" for p in PROBES)]
+    return names()
 
 
 def _check_policy(ctx: click.Context, param: click.Parameter, value: str) -> str:

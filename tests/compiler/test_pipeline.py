@@ -21,7 +21,7 @@ from compiler.package import compile_package, load_package
 from compiler.verdict import verdict
 from ingest import ingest_paths
 from ingest.defects import RULES, DefectKind
-from replay.probes import PROBES
+from replay.registry import specs
 from replay.runner import run_policy
 from verifiers.graph_verify import read_jsonl, verify_run
 from verifiers.score import score_run
@@ -29,7 +29,7 @@ from voe.graph import Graph
 
 SOURCES = ["mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template", "FACTS.md", "ambench-releases"]
 BASELINES = ["reference", "request_everything", "submit_all", "refuse_all", "random"]
-PROBE_RUNS = [f"probe:{p}" for p in PROBES]
+PROBE_RUNS = [s.name for s in specs("probe")]
 VERIFIER_ONLY = {"family", "binding", "needed", "useful", "reference", "reference_class", "reference_payload",
                  "accepted_classes", "moment_id", "source_facts", "must_bind", "may_bind", "decision", "gold", "label",
                  "variant", "answer", "split", "is_useful", "usefulness", "defects", "defect", "rule", "kind_rule"}
@@ -222,7 +222,7 @@ def test_release_gate(compiled: dict[str, Any]) -> None:
     manifest = json.loads((compiled["root"] / "pkg" / "manifest.json").read_text())
     gate = {r["policy"]: r for r in manifest["gate"]["rows"]}
     assert manifest["gate"]["passed"] and compiled["summary"].gate_passed
-    assert set(gate) >= {"reference", *BASELINES, *PROBES, "text_nn"}
+    assert set(gate) >= {"reference", *BASELINES, *(s.short for s in specs("probe")), "text_nn"}
     for policy in [*BASELINES, *PROBE_RUNS]:
         name = policy.removeprefix("probe:")
         summary = runs[policy][0]
