@@ -36,7 +36,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler import families
 from compiler.annotate import POOL_SIZE, Candidate, Framing
+from compiler.families import Moment, Subject, missing_evidence, source_integrity
 from compiler.models import (
     REQUEST_FOR_KIND,
     REQUESTS,
@@ -114,7 +116,7 @@ def load_catalog(graph: Graph) -> Catalog:
 def _bind_defects(graph: Graph, cat: Catalog) -> dict[str, list[str]]:
     """A defect in Cross_Sections/Tracks_Results shows on Cross_Sections too: bind it to the nearest folder."""
     nearest: dict[str, dict[str, Any]] = {}
-    for r in graph.query("compiler/family_source_integrity"):
+    for r in graph.query(source_integrity.QUERY):
         if r["evidence_id"] not in cat.rows:
             continue
         best = nearest.get(r["defect_id"])
@@ -124,22 +126,6 @@ def _bind_defects(graph: Graph, cat: Catalog) -> dict[str, list[str]]:
     for did, r in sorted(nearest.items()):
         out[r["evidence_id"]].append(did)
     return dict(out)
-
-
-@dataclass
-class Moment:
-    family: Family
-    workflow: str
-    subject: str  # the subject item's evidence id
-    support: list[str]
-    binding: list[str]  # what the menu must offer
-    needed: list[str]
-    useful: list[str]
-    reference_class: Action
-    reference_payload: list[str]
-    pull: list[str]
-    facts: list[str]
-    hard_negatives: list[str] = field(default_factory=list)
 
 
 def _support(cat: Catalog, e: str) -> list[str]:
@@ -165,8 +151,11 @@ def _is_container(cat: Catalog, e: str) -> bool:
 
 
 def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
+    """Every subject item of the catalog through the families' chain of rules (compiler/families/): the first
+    rule that applies decides its moment, or that it has none."""
     out: list[Moment] = []
-    gaps = {r["evidence_id"] for r in graph.query("compiler/family_missing_evidence") if r["evidence_id"] in cat.rows}
+    gaps = frozenset(r["evidence_id"] for r in graph.query(missing_evidence.QUERY) if r["evidence_id"] in cat.rows)
+    chain = families.rules()
     release_seen: set[tuple[str, str]] = set()
     for e in sorted(cat.rows, key=lambda x: (-_release_rank(cat.rows[x]), x)):
         row = cat.rows[e]
@@ -180,34 +169,13 @@ def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
             continue
         if _is_container(cat, e) or cat.objects[e].status == "referenced":
             continue
-        support = _support(cat, e)
-        defects = cat.own_defects.get(e, [])
-        if e in gaps:
-            binding = [e, *support]
-            out.append(Moment(Family.MISSING_EVIDENCE, wf, e, support, binding, binding, binding,
-                              Action.LOCALIZE_MISSING_EVIDENCE, [e], binding, [e]))
-        elif status == "renamed":
-            target = _rename_target(cat, e)
-            if target is None:
-                continue
-            binding = [e, target, *support]
-            out.append(Moment(Family.PACKET_SUBMISSION, wf, e, support, binding, binding, binding,
-                              Action.SUBMIT_RISK_PACKET, [target, *support], binding, [e, target]))
-        elif defects:
-            out.append(Moment(Family.SOURCE_INTEGRITY, wf, e, support, [e, *support], [e], [e],
-                              Action.FLAG_SOURCE_DEFECT, [e], [e], list(defects)))
-        elif bad := [s for s in support if cat.own_defects.get(s)]:
-            binding = [e, *support]
-            out.append(Moment(Family.PACKET_ESCALATION, wf, e, support, binding, [e, *bad], binding,
-                              Action.ABSTAIN_OR_ESCALATE, [], binding,
-                              [d for s in bad for d in cat.own_defects[s]]))
-        elif cat.objects[e].status == "archived":
-            binding = [e, *support]
-            family = (Family.CALIBRATION_SUFFICIENCY
-                      if sum(cat.rows[s]["kind"] == "calibration_artifact" for s in support) >= 2
-                      else Family.PACKET_SUBMISSION)
-            out.append(Moment(family, wf, e, support, binding, binding, binding, Action.SUBMIT_RISK_PACKET,
-                              binding, binding, binding))
+        subject = Subject(cat, e, wf, _support(cat, e), gaps)
+        for r in chain:
+            decided = r.match(subject)
+            if decided is not None:
+                if isinstance(decided, Moment):
+                    out.append(decided)
+                break
     return _cap(out, cat)
 
 
@@ -216,34 +184,20 @@ def _release_rank(row: dict[str, Any]) -> int:
     return sum(int(p) * 1000 ** (2 - i) for i, p in enumerate(to.split(".")[:3]) if p.isdigit())
 
 
-def _rename_target(cat: Catalog, e: str) -> str | None:
-    row = cat.rows[e]
-    for x in cat.by_workflow[cat.workflow_of[e]]:
-        r = cat.rows[x]
-        if (r.get("listed_in") == row.get("listed_in") and r["name"] == row.get("renamed_to")
-                and cat.objects[x].status == "archived"):
-            return x
-    return None
-
-
 def _cap(moments: list[Moment], cat: Catalog) -> list[Moment]:
     """Keep every defect and escalation; cap clean submissions per workflow and a release's removals, renames
     and changes per workflow, choosing by a hash of the subject (items a changelog names first)."""
     groups: dict[tuple[str, ...], list[Moment]] = defaultdict(list)
+    caps: dict[tuple[str, ...], int] = {}
     kept: list[Moment] = []
     for m in moments:
-        row = cat.rows[m.subject]
-        if m.family == Family.PACKET_ESCALATION and ESCALATIONS_PER_DEFECT is not None:
-            groups[("escalation", m.workflow, "|".join(sorted(m.facts)))].append(m)
-        elif m.family in (Family.PACKET_SUBMISSION, Family.CALIBRATION_SUFFICIENCY, Family.MISSING_EVIDENCE):
-            if row["provenance"] == "release_notes":
-                groups[("release", m.workflow, str(row.get("release_status")))].append(m)
-            elif m.family == Family.MISSING_EVIDENCE:
-                kept.append(m)
-            else:
-                groups[("clean", m.workflow, m.family.value)].append(m)
-        else:
+        group = families.spec(m.family).cap_group(m, cat.rows[m.subject])
+        if group is None:
             kept.append(m)
+        else:
+            key, cap = group
+            groups[key].append(m)
+            caps.setdefault(key, cap)
     flagged_ext: dict[str, set[str]] = defaultdict(set)
     flagged_held: dict[str, set[bool]] = defaultdict(set)
     flagged: Counter[str] = Counter()
@@ -253,8 +207,7 @@ def _cap(moments: list[Moment], cat: Catalog) -> list[Moment]:
             flagged_held[m.workflow].add(_held(cat, m.subject))
             flagged[m.workflow] += 1
     for key, ms in sorted(groups.items()):
-        cap = (RELEASE_CAP if key[0] == "release" else ESCALATIONS_PER_DEFECT or 0 if key[0] == "escalation"
-               else CALIBRATION_PER_WORKFLOW if key[2] == Family.CALIBRATION_SUFFICIENCY else CLEAN_PER_WORKFLOW)
+        cap = caps[key]
         # a clean packet on the same kind of file as the workflow's defective ones first: the extension must
         # not tell a flag from a submission (a contrast pair), then the items a changelog names
         ms.sort(key=lambda m: (not _documented(cat, m.subject), _held(cat, m.subject) not in flagged_held[m.workflow],

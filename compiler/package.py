@@ -22,11 +22,12 @@ from pydantic import BaseModel, ValidationError
 
 from compiler.annotate import PROMPT_VERSION as ANNOTATOR_PROMPT_VERSION
 from compiler.annotate import Annotator, Framing, filter_failures, menu_failures
+from compiler.families import Moment, priority_order
 from compiler.gate import GateReport, run_gate
 from compiler.judge import CALIBRATION_TOLERANCE, CalibrationFailed, CalibrationResult, Judge, Verdict, judge_input
 from compiler.judge import PROMPT_VERSION as JUDGE_PROMPT_VERSION
-from compiler.models import EvidenceObject, Family, Manifest, TaskAnswer, TaskView
-from compiler.moments import Moment, candidate, find_moments, load_catalog, materialize
+from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
+from compiler.moments import candidate, find_moments, load_catalog, materialize
 from ingest.loader import settle
 from voe import __version__
 from voe.errors import InputError
@@ -271,8 +272,7 @@ def gate_table(summary: CompileSummary) -> str:
     return GateReport.model_validate({"passed": summary.gate_passed, "rows": summary.gate}).table()
 
 
-FAMILY_ORDER = [Family.SOURCE_INTEGRITY, Family.MISSING_EVIDENCE, Family.CALIBRATION_SUFFICIENCY,
-                Family.PACKET_SUBMISSION, Family.PACKET_ESCALATION]
+FAMILY_ORDER = priority_order()  # compiler/families/: each family's priority
 
 
 def _gold(answer: TaskAnswer) -> tuple[Any, ...]:

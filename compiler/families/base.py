@@ -1,0 +1,97 @@
+"""What a task family is: rules that turn a subject item into a decision moment, its place among the families,
+and how its moments are capped. Each family is one module of this package that registers itself here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from compiler.models import Action, Family
+
+if TYPE_CHECKING:
+    from compiler.moments import Catalog
+
+
+@dataclass
+class Moment:
+    family: Family
+    workflow: str
+    subject: str  # the subject item's evidence id
+    support: list[str]
+    binding: list[str]  # what the menu must offer
+    needed: list[str]
+    useful: list[str]
+    reference_class: Action
+    reference_payload: list[str]
+    pull: list[str]
+    facts: list[str]  # verifier-only: the graph facts the gold rests on (defect ids, the subject)
+    hard_negatives: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One candidate subject item and what every rule may read about it."""
+
+    cat: Catalog
+    evidence_id: str
+    workflow: str
+    support: list[str]
+    gaps: frozenset[str]  # items the family_missing_evidence query found unacquirable
+
+    @property
+    def row(self) -> dict[str, Any]:
+        return self.cat.rows[self.evidence_id]
+
+
+class Skip:
+    """A rule's answer for a subject that must yield no moment at all (no later rule is tried)."""
+
+
+SKIP = Skip()
+Match = Callable[[Subject], "Moment | Skip | None"]
+# (group key, cap): moments of one key compete for `cap` places; None: never capped
+CapGroup = Callable[[Moment, dict[str, Any]], "tuple[tuple[str, ...], int] | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    family: Family
+    name: str
+    rank: int  # the rules form one chain, by rank: the first that applies to a subject decides it
+    match: Match
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    family: Family
+    priority: int  # when two moments look the same to a policy, the family of lower priority keeps it
+    cap_group: CapGroup
+    doc: str
+
+
+_RULES: list[Rule] = []
+_FAMILIES: dict[Family, FamilySpec] = {}
+
+
+def family(spec: FamilySpec) -> FamilySpec:
+    if spec.family in _FAMILIES:
+        raise ValueError(f"family {spec.family.value} registered twice")
+    _FAMILIES[spec.family] = spec
+    return spec
+
+
+def rule(family: Family, name: str, rank: int) -> Callable[[Match], Match]:
+    def register(fn: Match) -> Match:
+        if any(r.rank == rank for r in _RULES):
+            raise ValueError(f"two rules at rank {rank}")
+        _RULES.append(Rule(family, name, rank, fn))
+        return fn
+    return register
+
+
+def release_group(m: Moment, row: dict[str, Any], cap: int) -> tuple[tuple[str, ...], int] | None:
+    """A release's removals, renames and changes compete per workflow and status, whatever their family."""
+    if row["provenance"] == "release_notes":
+        return ("release", m.workflow, str(row.get("release_status"))), cap
+    return None

@@ -1,0 +1,51 @@
+"""packet_submission: submit exactly the packet. Two rules: the subject was renamed by a release (submit the
+renamed file with the support: the name is gone, the content is not, a hard negative for "localize the
+unavailable"), and a clean archived subject with clean support."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.families.base import SKIP, FamilySpec, Moment, Skip, Subject, family, release_group, rule
+from compiler.models import Action, Family
+
+
+def _rename_target(s: Subject) -> str | None:
+    cat, row = s.cat, s.row
+    for x in cat.by_workflow[s.workflow]:
+        r = cat.rows[x]
+        if (r.get("listed_in") == row.get("listed_in") and r["name"] == row.get("renamed_to")
+                and cat.objects[x].status == "archived"):
+            return x
+    return None
+
+
+@rule(Family.PACKET_SUBMISSION, "renamed", rank=20)
+def renamed(s: Subject) -> Moment | Skip | None:
+    if s.row.get("release_status") != "renamed":
+        return None
+    target = _rename_target(s)
+    if target is None:
+        return SKIP  # a rename whose new file the archive lacks decides nothing
+    binding = [s.evidence_id, target, *s.support]
+    return Moment(Family.PACKET_SUBMISSION, s.workflow, s.evidence_id, s.support, binding, binding, binding,
+                  Action.SUBMIT_RISK_PACKET, [target, *s.support], binding, [s.evidence_id, target])
+
+
+@rule(Family.PACKET_SUBMISSION, "clean", rank=60)
+def clean(s: Subject) -> Moment | Skip | None:
+    if s.cat.objects[s.evidence_id].status != "archived":
+        return None
+    binding = [s.evidence_id, *s.support]
+    return Moment(Family.PACKET_SUBMISSION, s.workflow, s.evidence_id, s.support, binding, binding, binding,
+                  Action.SUBMIT_RISK_PACKET, binding, binding, binding)
+
+
+def _cap(m: Moment, row: dict[str, Any]) -> tuple[tuple[str, ...], int] | None:
+    from compiler import moments
+
+    return (release_group(m, row, moments.RELEASE_CAP)
+            or (("clean", m.workflow, m.family.value), moments.CLEAN_PER_WORKFLOW))
+
+
+family(FamilySpec(Family.PACKET_SUBMISSION, priority=3, cap_group=_cap, doc=__doc__ or ""))
