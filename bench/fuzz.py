@@ -10,7 +10,7 @@ member of the zip mutated and re-zipped, far-away cells, whole-sheet merges, bad
 streams rewritten, inflated into bombs, page trees and numbers damaged).
 
 Every input runs through `ingest.documents.parse_file` (NERDm: `ingest.nerdm.read_record` and
-`RecordBuilder(...).build()`, no database) in a worker process, with a per-input time limit (a worker that passes
+`NerdmBuilder(...).build()`, no database) in a worker process, with a per-input time limit (a worker that passes
 it is killed and replaced) and an address-space limit. A crash is any exception escaping parse_file or build
 (an InputError from the NERDm reader is its documented answer for bad input, not a crash). Peak memory is the
 worker's peak RSS while the input ran (reset per input through /proc/self/clear_refs; it includes the ~130 MiB of
@@ -497,12 +497,12 @@ def _reset_peak() -> None:
 
 def _run_one(parser: str, path: Path, name: str) -> dict[str, Any]:
     if parser == "nerdm":
-        from ingest.nerdm import RecordBuilder, read_record
+        from ingest.nerdm import NerdmBuilder, read_record
         from voe.errors import InputError
 
         try:
             doc, raw = read_record(path)
-            rg = RecordBuilder(path, raw, doc, False).build()
+            rg = NerdmBuilder(path, raw, doc, False).build()
         except InputError as exc:
             return {"outcome": "input_error", "detail": str(exc)[:200]}
         return {"outcome": "ok", "facts": rg.facts, "defects": dict(rg.defects)}

@@ -13,9 +13,9 @@ import re
 from pathlib import Path
 
 from ingest import ids
+from ingest.builder import BuilderCore, Origin, RecordGraph, _stamp
 from ingest.evidence import evidence_kind
 from ingest.files import LocalBytes
-from ingest.nerdm import Origin, RecordBuilder, RecordGraph, _stamp
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ontology import Label, Rel
@@ -29,7 +29,7 @@ def looks_like_catalog(data: bytes) -> bool:
     return b"Record: ark:/" in data and b"## " in data
 
 
-class CatalogBuilder(RecordBuilder):
+class CatalogBuilder(BuilderCore):
     """Builds one reconstructed record from one section of the facts file."""
 
     POINTER_LOCATED = False  # located at lines of the facts file
@@ -46,7 +46,6 @@ class CatalogBuilder(RecordBuilder):
         heading = lines[start].lstrip("# ").strip()
         # A version mentioned as "plausible, unconfirmed" is not a version: the id says only "reconstructed".
         self.doi, self.title = doi, heading
-        self._by_nerdm_id = {}
         self._start(ark, ids.record_id(ark, "reconstructed"), None, heading,
                     [b"catalog", local.sha256.encode(), ark.encode("utf-8", "surrogatepass")])
 

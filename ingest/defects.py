@@ -29,7 +29,7 @@ Rules (NERDm records):
 Rules (every builder: NERDm records, plain folders, facts catalogs):
 
 - `value_not_storable` (rule `graph.value`): a value the record holds that Neo4j cannot store as it is,
-  stored safely instead (`RecordBuilder._seal` in `ingest/nerdm.py`, the one place rows become node
+  stored safely instead (`BuilderCore._seal` in `ingest/builder.py`, the one place rows become node
   properties; `voe.graph.storable`): an integer beyond 64 bits (a size of 10^30, a cell value) as its
   decimal text; a string with a lone surrogate (a `\\udcxx` JSON escape with no pair, a file name that is
   not UTF-8) with it written as the `\\udcxx` escape; a map, or a list of mixed, nested or null items

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from ingest import ids
+from ingest.builder import BuilderCore, Origin, RecordGraph, _stamp
 from ingest.evidence import evidence_kind
 from ingest.files import SPECIAL_NAMES, LocalBytes, NotRegularFile, entry_kind, hash_file
-from ingest.nerdm import Origin, RecordBuilder, RecordGraph, _stamp
 from ingest.releases import ParsedFile, is_changelog, release_evidence
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
@@ -63,17 +63,16 @@ def _lkind(path: str) -> str:
         return "file"  # vanished or unreadable: hashing it reports why
 
 
-class FolderBuilder(RecordBuilder):
+class FolderBuilder(BuilderCore):
     POINTER_LOCATED = False  # no record file: a defect is located at a file's bytes, or not at all
 
-    def __init__(self, root: Path, ark: str | None = None,  # noqa: D107 - RecordBuilder's NERDm header does not apply
+    def __init__(self, root: Path, ark: str | None = None,
                  shares_name_with: str | None = None) -> None:
         self.root = root
         self.record_file = root
         self.doc = {}
         self.validated = True
         self.provenance = "local_files"
-        self._by_nerdm_id = {}
         name = root.resolve().name
         ark = ark or folder_ark(root)
         self._start(ark, ids.record_id(ark, None), None, name, [b"folder"])

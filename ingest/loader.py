@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from neo4j.exceptions import Neo4jError
 
-from ingest.nerdm import RecordGraph
+from ingest.builder import RecordGraph
 from voe.errors import GraphBusy
 from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow, WriteCounts
 from voe.ontology import Label

@@ -11,9 +11,6 @@ import hashlib
 import json
 import posixpath
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlparse
@@ -21,8 +18,18 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ingest import ids, media_types
-from ingest.defects import RULES
-from ingest.documents import parse_file
+from ingest.builder import (  # noqa: F401 - re-exported: the loader, the pipeline and the tests read them here
+    PARSER_LIBRARIES,
+    RULESET_VERSION,
+    BuilderCore,
+    Origin,
+    RecordGraph,
+    _stamp,
+    _storable_row,
+    _text,
+    _value_at,
+    parser_versions,
+)
 from ingest.evidence import evidence_kind, reference_kind
 from ingest.files import (
     SPECIAL_NAMES,
@@ -32,48 +39,20 @@ from ingest.files import (
     escape_pointer_token,
     hash_file,
     list_entries,
-    resolve_pointer,
-    span_sha256,
 )
 from ingest.nerdm_schema import NerdmSchemas, Violation
-from ingest.parsers.model import Fact, Parsed
 from voe.errors import InputError
 from voe.graph import (
-    INT64_MAX,
-    INT64_MIN,
-    MAX_KEY_BYTES,
-    MAX_TEXT_CHARS,
     EdgeRow,
     NodeRow,
     json_text,
-    storable,
-    storable_key,
 )
 from voe.ontology import Label, Rel
 
-RULESET_VERSION = "nerdm-8"  # part of the ingest stamp: changing a rule re-stamps (and re-checks) records
-# the libraries whose reading of a file becomes facts: an upgrade of one re-stamps (and re-reads) every record,
-# instead of keeping the facts the old version read under the same stamp
-PARSER_LIBRARIES = ("pdfplumber", "pdfminer.six", "openpyxl", "lxml", "jsonschema")
-
-
-@lru_cache(maxsize=1)
-def parser_versions() -> bytes:
-    from importlib.metadata import PackageNotFoundError, version
-
-    def one(name: str) -> str:
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            return "absent"
-
-    return ";".join(f"{n}={one(n)}" for n in PARSER_LIBRARIES).encode()
 NERDM_FILENAME = "nerdm.json"
 # Arrays and objects nested deeper than this are refused when a record is read (an InputError naming the
 # file): everything downstream (schema checks, canonical JSON, the graph) recurses over the record.
 MAX_JSON_DEPTH = 512
-# Properties that are ids or indexed (cypher/schema.cypher), or name an id: over-long values are hashed keys
-KEY_PROPS = frozenset({"id", "record_id", "filepath", "kind", "sha256", "canonical_id", "subject"})
 
 
 class NerdmChecksum(BaseModel):
@@ -150,47 +129,10 @@ EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {"id": ("filepath",), "canonical_i
 REFERENCE_FIELDS: dict[str, tuple[str, ...]] = {"id": ("location", "@id"), "canonical_id": ("location", "@id"),
                                                 "target": ("location", "@id"), "title": ("title", "location", "@id"),
                                                 "ref_type": ("refType",)}
-FULL_TEXT_PROPS = frozenset({"filepath", "kind", "sha256"})  # a hashed key keeps its text in `<prop>_full`
-SILENT_LABELS = frozenset({Label.DEFECT, Label.FILE, Label.ARCHIVE})  # our own rows: made storable, no defect
-MIRROR_PROPS = frozenset({"path", "record_ark"})  # repeat a filepath, the record file name or the ark: reported there
 
 
-@dataclass(frozen=True)
-class Origin:
-    """Where a node's values come from, for the `value_not_storable` defects of `RecordBuilder._seal`."""
-
-    pointer: str  # JSON pointer of the object in the record file, or `<path>#<locator>` for payload values
-    subject: str  # the node the defect is on, and its label
-    label: Label
-    location: str | None = None  # payload values: their SourceLocation; None: located at the pointer
-    fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # property -> record keys under pointer
 
 
-@dataclass
-class RecordGraph:
-    record_id: str
-    ark: str
-    version: str | None
-    title: str | None
-    source: Path
-    nodes: list[NodeRow] = field(default_factory=list)
-    edges: list[EdgeRow] = field(default_factory=list)
-    components: Counter[str] = field(default_factory=Counter)
-    defects: Counter[str] = field(default_factory=Counter)
-    files: int = 0
-    held: int = 0
-    problems: list[InputError] = field(default_factory=list)  # payloads we could not read
-    late_elements: int = 0  # schema-defect rows written after the main batch
-    parsed_files: Counter[str] = field(default_factory=Counter)
-    facts: int = 0
-    pages: int = 0
-    cells: int = 0
-    evidence: Counter[str] = field(default_factory=Counter)
-    stamp: str = ""
-    source_root: str | None = None  # a plain folder's resolved absolute path
-    shares_name_with: str | None = None  # a plain folder: the record id another folder of this name holds
-    previous_stamp: str | None = None  # set by the loader: the stamp the graph held for this record before
-    previous_state: str | None = None  # ... and that record's ingest_state
 
 
 def find_record_file(path: Path) -> Path:
@@ -282,10 +224,8 @@ def _archive_host(header: NerdmHeader, components: list[dict[str, Any]]) -> str:
 ARCHIVE_NAMES = {"data.nist.gov": "NIST Public Data Repository"}
 
 
-class RecordBuilder:
-    """Collects nodes and edges for one record, each fact pinned to a SourceLocation."""
-
-    POINTER_LOCATED = True  # defects without a location are located by JSON pointer into the record file
+class NerdmBuilder(BuilderCore):
+    """A NERDm record folder: the record file's header and components, their payloads and sidecars."""
 
     def __init__(self, record_file: Path, raw: bytes, doc: dict[str, Any], validated: bool) -> None:
         self.record_file = record_file
@@ -311,140 +251,18 @@ class RecordBuilder:
         self._entries = list_entries(self.root)  # what the folder holds; symlinks listed, never followed
         self._any_special = any(kind not in ("file", "dir") for kind in self._entries.values())
 
-    def _start(self, ark: str, rec_id: str, version: str | None, title: str | None, stamp_seed: list[bytes]) -> None:
-        """The state every builder (NERDm, plain folder, facts catalog) collects into."""
-        self.ark = ark
-        # the record id is a key every node of the record carries: storable from the start (_seal makes the
-        # rest storable; the same function, so every reference to it agrees)
-        self.rec_id, self._rec_id_note = storable_key(rec_id)
-        self.g = RecordGraph(self.rec_id, _text(ark) or "", _text(version), _text(title), self.record_file)
-        self._stamp_parts: list[bytes] = [RULESET_VERSION.encode(), parser_versions(), *stamp_seed]
-        self._locations: set[str] = set()
-        self._files: set[str] = set()
-        self._doc_info: dict[str, tuple[str, Parsed]] = {}
-        self._file_rows: dict[str, NodeRow] = {}
-        self._origins: dict[str, Origin] = {}
-        self._located: dict[str, str] | None = None  # node id -> its first LOCATED_AT, built when needed
-        self._unread: dict[int, dict[str, Any]] = {}  # component index -> values the model could not read
-        self._absent_status: dict[str, str] = {}  # component id -> why its bytes are not held, when not absent
 
-    # -- primitives ----------------------------------------------------------------------------
-    def _owned(self, props: dict[str, Any]) -> dict[str, Any]:
-        return {**props, "record_id": self.rec_id}
 
-    def location(self, pointer: str, value: Any) -> str:
-        loc = ids.location_id(self.file_sha, pointer)
-        if loc not in self._locations:
-            self._locations.add(loc)
-            self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,), self._owned({
-                "kind": "json_pointer", "path": self.record_file.name, "file_sha256": self.file_sha,
-                "pointer": pointer, "span_sha256": span_sha256(value),
-            })))
-            self.g.edges.append(EdgeRow(Rel.IN_FILE, loc, Label.SOURCE_LOCATION, ids.file_id(self.file_sha),
-                                        Label.FILE))
-        return loc
 
-    def file(self, local: LocalBytes, origin: str) -> str:
-        fid = ids.file_id(local.sha256)
-        if fid not in self._files:
-            self._files.add(fid)
-            self.g.files += 1
-            row = NodeRow(fid, (Label.FILE,), {
-                "sha256": local.sha256, "size": local.size, "name": local.path.name, "origin": origin,
-            })
-            self._file_rows[fid] = row
-            self.g.nodes.append(row)
-        return fid
 
-    def defect(self, rule: str, subject: str, subject_label: Label, pointer: str, detail: str,
-               path: str | None = None, location: str | None = None) -> None:
-        """A defect located by a JSON pointer into the record file, or at `location` (a SourceLocation id
-        already in the batch) for defects inside a payload file. In a plain folder a defect with no
-        `location` (an entry with no bytes to point into: a symlink, a FIFO) has no SourceLocation."""
-        kind = RULES[rule]
-        did = ids.defect_id(kind, subject, pointer)
-        loc = location or (self.location(pointer, _value_at(self.doc, pointer)) if self.POINTER_LOCATED else None)
-        self.g.nodes.append(NodeRow(did, (Label.DEFECT,), self._owned({
-            "kind": kind.value, "rule": rule, "detail": detail, "subject": subject, "pointer": pointer,
-            "path": path or self.record_file.name,
-        })))
-        self.g.edges.append(EdgeRow(Rel.HAS_DEFECT, subject, subject_label, did, Label.DEFECT))
-        if loc is not None:
-            self.g.edges.append(EdgeRow(Rel.LOCATED_AT, did, Label.DEFECT, loc, Label.SOURCE_LOCATION))
-        self.g.defects[kind.value] += 1
 
     # -- what Neo4j can store ------------------------------------------------------------------
     def _fallback_origin(self) -> Origin:
         """Where the Record node's own values are reported (the record file's root)."""
         return Origin("", self.rec_id, Label.RECORD, fields=RECORD_FIELDS)
 
-    def _seal(self, start_nodes: int = 0, start_edges: int = 0) -> None:
-        """The one place the builder's rows become what Neo4j stores; every builder calls it last, before
-        the stamp (and schema_defects on its late rows). Each property value is made storable
-        (voe.graph.storable; ids and indexed properties by storable_key, a hashed key keeping its text in
-        `<prop>_full` for filepath, kind and sha256), and each record value that had to change is one
-        `value_not_storable` defect (rule `graph.value`) on the node it came from (`Origin`), at its JSON
-        pointer or its place in a payload. Our own rows (defects, files, archives, JSON-pointer locations)
-        and every edge are made storable the same way without a defect of their own."""
-        end = len(self.g.nodes)
-        reported: set[tuple[str, str]] = set()
-        if self._rec_id_note and start_nodes == 0:
-            self._value_defect(self._fallback_origin(), "id", self._rec_id_note, reported)
-        record_row = None
-        for row in self.g.nodes[start_nodes:end]:
-            raw_id = row.id
-            if raw_id == self.rec_id:
-                record_row = row
-            origin = self._origins.get(raw_id)
-            if origin is None and raw_id == self.rec_id and Label.RECORD in row.labels:
-                origin = self._fallback_origin()
-            changes = _storable_row(row, origin.fields if origin is not None else EMPTY_FIELDS)
-            changes = [(prop, note) for prop, note in changes if prop not in MIRROR_PROPS]
-            if not changes or SILENT_LABELS.intersection(row.labels):
-                continue
-            if origin is None:  # e.g. a release-notes Evidence: reported where it is located
-                located = self._located_at(raw_id)
-                origin = self._origins.get(located) if located is not None else None
-                if origin is None:
-                    continue
-            for prop, note in changes:
-                self._value_defect(origin, prop, note, reported)
-        for row in self.g.nodes[end:]:
-            _storable_row(row)
-        for edge in self.g.edges[start_edges:]:
-            if not (edge.src.isascii() and len(edge.src) <= MAX_KEY_BYTES):
-                edge.src = storable_key(edge.src)[0]
-            if not (edge.dst.isascii() and len(edge.dst) <= MAX_KEY_BYTES):
-                edge.dst = storable_key(edge.dst)[0]
-            for key, value in edge.props.items():
-                if type(value) is not str or not value.isascii():
-                    safe, changed = storable(value)
-                    if changed:
-                        edge.props[key] = safe
-        if record_row is not None and Label.RECORD in record_row.labels:
-            title = record_row.props.get("title")
-            self.g.title = title if isinstance(title, str) else None
 
-    def _located_at(self, node_id: str) -> str | None:
-        """The first SourceLocation the node is LOCATED_AT (edges still carry the ids as built)."""
-        if self._located is None:
-            self._located = {}
-            for e in self.g.edges:
-                if e.rel == Rel.LOCATED_AT:
-                    self._located.setdefault(e.src, e.dst)
-        return self._located.get(node_id)
 
-    def _value_defect(self, origin: Origin, prop: str, why: str, reported: set[tuple[str, str]]) -> None:
-        pointer = origin.pointer
-        keys = origin.fields.get(prop, ())
-        if keys and self.POINTER_LOCATED:
-            key = next((k for k in keys if _value_at(self.doc, f"{origin.pointer}/{k}") is not None), keys[0])
-            pointer = f"{origin.pointer}/{key}"
-        if (origin.subject, pointer) in reported:
-            return
-        reported.add((origin.subject, pointer))
-        self.defect("graph.value", origin.subject, origin.label, pointer,
-                    f"{pointer or '/'}: the value of {prop} {why}", location=origin.location)
 
     # -- the record ----------------------------------------------------------------------------
     def build(self) -> RecordGraph:
@@ -610,36 +428,8 @@ class RecordBuilder:
         self.held(path, comp.filepath, local, cid, parse=comp.kind is not Label.CHECKSUM_FILE)
         return local
 
-    def _special_entry(self, relpath: str) -> tuple[str, str] | None:
-        """The entry at relpath, or the folder above it, that is not a regular file or folder (a symlink, a
-        FIFO, a socket, a device): its path and kind. Nothing under such an entry is read."""
-        if not self._any_special:
-            return None
-        p = relpath.rstrip("/")
-        while p:
-            kind = self._entries.get(p)
-            if kind is not None and kind not in ("file", "dir"):
-                return p, kind
-            p = posixpath.dirname(p)
-        return None
 
-    def _not_regular(self, relpath: str, cid: str, ptr: str, entry: str, kind: str) -> None:
-        """A symlink or special file where the record puts a payload: not followed, not opened, a defect."""
-        what = SPECIAL_NAMES.get(kind, SPECIAL_NAMES["other"])
-        where = f"{relpath}: is {what}" if entry == relpath.rstrip("/") else f"{relpath}: lies under {entry}, {what}"
-        self.defect("file.special", cid, Label.COMPONENT, f"{ptr}/filepath", f"{where}; nothing of it is read",
-                    path=relpath)
-        self._absent_status[cid] = "not_a_regular_file"
-        self._stamp_parts.append(f"special:{relpath}:{kind}".encode("utf-8", "surrogatepass"))
 
-    def held(self, path: Path, relpath: str, local: LocalBytes, cid: str, parse: bool = True) -> None:
-        """Bytes we hold for a component: stamp them, store the File, link it, and parse it by content."""
-        self._stamp_parts.append(f"held:{relpath}:{local.sha256}:{local.size}".encode("utf-8", "surrogatepass"))
-        self.g.held += 1
-        fid = self.file(local, origin="payload")
-        self.g.edges.append(EdgeRow(Rel.STORED_AS, cid, Label.COMPONENT, fid, Label.FILE, {"path": relpath}))
-        if parse:
-            self.document(path, relpath, local, cid)
 
     # -- evidence objects ---------------------------------------------------------------------
     def _evidence(self, parsed: list[tuple[int, NerdmComponent, str]]) -> None:
@@ -686,75 +476,8 @@ class RecordBuilder:
             self.g.edges.append(EdgeRow(Rel.LOCATED_AT, eid, Label.EVIDENCE, loc, Label.SOURCE_LOCATION))
             self.g.evidence[kind] += 1
 
-    def add_evidence(self, filepath: str, kind: str, rule: str, title: str, component: str, locations: list[str],
-                     provenance: str, members: int = 0) -> str:
-        eid = ids.evidence_id(self.rec_id, filepath)
-        self.g.nodes.append(NodeRow(eid, (Label.EVIDENCE,), self._owned({
-            "canonical_id": eid, "kind": kind, "kind_rule": rule, "title": title, "filepath": filepath,
-            "record_ark": self.ark, "provenance": provenance, "members": members,
-            "available": provenance != "reconstructed",
-        })))
-        self.g.edges.append(EdgeRow(Rel.EVIDENCED_BY, eid, Label.EVIDENCE, component, Label.COMPONENT))
-        for loc in locations:
-            self.g.edges.append(EdgeRow(Rel.LOCATED_AT, eid, Label.EVIDENCE, loc, Label.SOURCE_LOCATION))
-        self.g.evidence[kind] += 1
-        return eid
 
-    # -- payload contents ---------------------------------------------------------------------
-    def document(self, path: Path, relpath: str, local: LocalBytes, subject: str) -> None:
-        """Parse a held file by content; one SourceLocation per fact (IN_FILE the file), defects on `subject`."""
-        parsed = parse_file(path, relpath)
-        if parsed is None:
-            return
-        fid = ids.file_id(local.sha256)
-        self.g.parsed_files[parsed.format] += 1
-        self.g.facts += len(parsed.facts)
-        self.g.pages += parsed.pages
-        self.g.cells += parsed.cells
-        self._doc_info[subject] = (relpath, parsed)
-        locs: dict[str, str] = {}
-        for fact in parsed.facts:
-            loc = locs[fact.locator] = self.fact_location(fact, relpath, local)
-            if loc not in self._origins:  # a parsed value Neo4j cannot store is a defect of the file's component
-                self._origins[loc] = Origin(f"{relpath}#{fact.locator}", subject, Label.COMPONENT, location=loc)
-        for d in parsed.defects:
-            if d.locator and d.locator in locs:
-                loc = locs[d.locator]
-            else:
-                region = d.locator or "file"
-                loc = ids.location_id(local.sha256, region)
-                if loc not in self._locations:
-                    self._locations.add(loc)
-                    self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,), self._owned({
-                        "kind": "file_region", "path": relpath, "file_sha256": local.sha256, "locator": region,
-                        "span_sha256": local.sha256 if region == "file" else hashlib.sha256(b"").hexdigest(),
-                    })))
-                    self.g.edges.append(EdgeRow(Rel.IN_FILE, loc, Label.SOURCE_LOCATION, fid, Label.FILE))
-            self.defect(d.rule, subject, Label.COMPONENT, f"{relpath}#{d.locator or 'file'}", f"{relpath}: {d.detail}",
-                        path=relpath, location=loc)
-        self._file_rows[fid].props.update({
-            "format": parsed.format, "role": parsed.role.value, "facts": len(parsed.facts),
-            "summary_json": json.dumps(parsed.summary, sort_keys=True, default=str)})
 
-    def fact_location(self, fact: Fact, relpath: str, local: LocalBytes) -> str:
-        loc = ids.location_id(local.sha256, fact.locator)
-        if loc in self._locations:
-            return loc
-        self._locations.add(loc)
-        props: dict[str, Any] = {
-            "kind": fact.kind, "path": relpath, "file_sha256": local.sha256, "locator": fact.locator,
-            "text": fact.text[:4000], "span_sha256": fact.span_sha256, "name": fact.name, "unit": fact.unit,
-            "role": fact.role.value,
-        }
-        if isinstance(fact.value, (str, int, float, bool)):
-            props["value"] = fact.value
-        for key in ("page", "bbox", "sheet", "cell", "line", "end_line", "column", "xpath", "formula", "cached_value"):
-            if fact.extra.get(key) is not None:
-                props[key] = fact.extra[key]
-        self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,),
-                                    self._owned({k: v for k, v in props.items() if v is not None})))
-        self.g.edges.append(EdgeRow(Rel.IN_FILE, loc, Label.SOURCE_LOCATION, ids.file_id(local.sha256), Label.FILE))
-        return loc
 
     def _sidecar(self, i: int, comp: NerdmComponent, cid: str, local: LocalBytes | None,
                  by_nerdm_id: dict[str, tuple[int, NerdmComponent, str]]) -> None:
@@ -840,69 +563,21 @@ def _lenient(model: type[M], raw: dict[str, Any]) -> tuple[M, dict[str, Any]]:
     return model.model_validate({k: v for k, v in raw.items() if k not in unread}), unread
 
 
-def _text(value: str | None) -> str | None:
-    """A string as Neo4j (and a JSON report) can hold it: lone surrogates escaped."""
-    return None if value is None else storable(value)[0]
 
 
-EMPTY_FIELDS: Mapping[str, tuple[str, ...]] = {}
 
 
-def _storable_row(row: NodeRow, scalars: Mapping[str, tuple[str, ...]] = EMPTY_FIELDS) -> list[tuple[str, str]]:
-    """Make the row's id and properties storable in place; the properties that changed, and why. A list in
-    one of `scalars` (properties read from one record value) is stored as its JSON text too."""
-    changes: list[tuple[str, str]] = []
-    id_note = None
-    if not (row.id.isascii() and len(row.id) <= MAX_KEY_BYTES):
-        row.id, id_note = storable_key(row.id)
-    extra: dict[str, Any] = {}
-    for key, value in row.props.items():
-        kind = type(value)
-        if kind is str:
-            if value.isascii() and (len(value) <= MAX_KEY_BYTES or key not in KEY_PROPS):
-                continue
-        elif kind is int:
-            if INT64_MIN <= value <= INT64_MAX:
-                continue
-        elif value is None or kind is bool or kind is float:
-            continue
-        if key in KEY_PROPS and kind is str:
-            safe, why = storable_key(value)
-            if why and key in FULL_TEXT_PROPS and len(safe) < len(value):
-                extra[f"{key}_full"] = storable(value[:MAX_TEXT_CHARS])[0]
-        elif kind is list and key in scalars:
-            safe, why = json_text(value), "is a list where the record has one value, stored as its canonical JSON text"
-        else:
-            safe, why = storable(value)
-        if why:
-            extra[key] = safe
-            changes.append((key, why))
-    row.props.update(extra)
-    if id_note:  # last: the property the id is made of says more
-        changes.append(("id", id_note))
-    return changes
 
 
-def _value_at(doc: Any, pointer: str) -> Any:
-    try:
-        return resolve_pointer(doc, pointer)
-    except (KeyError, IndexError, ValueError, TypeError):
-        return None
 
 
-def _stamp(nodes: list[NodeRow], edges: list[EdgeRow], stamp: str) -> None:
-    for node in nodes:
-        if "record_id" in node.props:
-            node.props["ingest_stamp"] = stamp
-    for edge in edges:
-        edge.props["ingest_stamp"] = stamp
 
 
-def open_record(path: Path, validated: bool) -> RecordBuilder:
+def open_record(path: Path, validated: bool) -> NerdmBuilder:
     """Find and parse the record file; raises InputError for anything unreadable."""
     record_file = find_record_file(path)
     doc, raw = read_record(record_file)
-    return RecordBuilder(record_file, raw, doc, validated)
+    return NerdmBuilder(record_file, raw, doc, validated)
 
 
 def build_record(path: Path, schemas: NerdmSchemas | None) -> RecordGraph:

@@ -13,11 +13,12 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ingest import ids, nerdm_schema
+from ingest.builder import BuilderCore, RecordGraph
 from ingest.catalog import catalog_builders, looks_like_catalog
 from ingest.files import SPECIAL_NAMES, entry_kind, hash_file
 from ingest.folder import FolderBuilder, distinct_folder_ark, folder_ark
 from ingest.loader import clean_stale, write_record
-from ingest.nerdm import NERDM_FILENAME, RecordBuilder, RecordGraph, open_record
+from ingest.nerdm import NERDM_FILENAME, open_record
 from voe.errors import GraphBusy, GraphUnavailable, InputError
 from voe.graph import Graph, WriteCounts, storable, storable_key
 
@@ -204,7 +205,7 @@ def _folder_builder(path: Path, graph: Graph) -> FolderBuilder:
     return FolderBuilder(path)
 
 
-def _builders(path: Path, validated: bool, graph: Graph) -> list[tuple[str, RecordBuilder]]:
+def _builders(path: Path, validated: bool, graph: Graph) -> list[tuple[str, BuilderCore]]:
     """What the path is, by content: a NERDm record (folder or file), a plain folder, or a facts catalog."""
     if not path.exists():
         raise InputError("path does not exist", path=str(path))

@@ -19,7 +19,7 @@ from voe.graph import EdgeRow, NodeRow
 from voe.ontology import Label, Rel
 
 if TYPE_CHECKING:
-    from ingest.nerdm import RecordBuilder
+    from ingest.builder import BuilderCore
 
 NAME_CHARS = r"A-Za-z0-9_\-"
 
@@ -35,7 +35,7 @@ def is_changelog(relpath: str, parsed: Parsed) -> bool:
     return parsed.format == "text" and relpath.rsplit("/", 1)[-1].lower().startswith("changelog")
 
 
-def release_evidence(builder: RecordBuilder, summaries: list[ParsedFile], changelogs: list[ParsedFile]) -> None:
+def release_evidence(builder: BuilderCore, summaries: list[ParsedFile], changelogs: list[ParsedFile]) -> None:
     """One Evidence per file a release summary lists as removed, renamed (old and new name) or changed."""
     lines = [(c, f) for c in changelogs for f in c.parsed.facts if f.kind == "line"]
     for s in summaries:
