@@ -48,6 +48,14 @@ class ServerStatus(BaseModel):
     log: str
 
 
+def _port_in_use(port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
 def cache_dir() -> Path:
     return settings().cache_dir
 
@@ -219,6 +227,12 @@ class LocalNeo4j:
             status = self.status()
             if status.running:
                 return status
+        # a port someone else holds: the new server would die on it while the other one answered our wait
+        # (seen with an earlier server of this instance whose pid file was lost)
+        for port in (self.bolt_port, self.http_port):
+            if _port_in_use(port):
+                raise ServerError(f"127.0.0.1:{port} is in use by a process this instance ({self.instance}) did not "
+                                  "start; stop it, or choose other ports (--bolt-port, --http-port)")
         java = self.java()
         lib = self.resolve()
         conf = self._write_conf()

@@ -53,3 +53,16 @@ def test_a_stale_pid_file_never_names_an_unrelated_process(tmp_path: Path, monke
     server.pid_file.write_text(str(os.getpid()))  # alive, but this pytest process is not Neo4j
     assert server.pid() is None
     assert server.down() is False  # and nothing was signalled: we are still here
+
+
+def test_up_refuses_a_port_another_process_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An earlier server whose pid file was lost must not be mistaken for the one just started."""
+    import socket
+
+    monkeypatch.setenv("VOE_CACHE_DIR", str(tmp_path / "cache"))
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(ServerError, match=f"127.0.0.1:{port} is in use by a process this instance"):
+            LocalNeo4j("orphaned", port, port + 1).up(timeout=5)
