@@ -40,7 +40,8 @@ from voe.graph import (
 )
 from voe.ontology import Label, Rel
 
-RULESET_VERSION = "nerdm-8"  # part of the ingest stamp: changing a rule re-stamps (and re-checks) records
+# part of the ingest stamp: changing a rule re-stamps (and re-checks) records; 9: span hashes over RFC 8785 bytes
+RULESET_VERSION = "nerdm-9"
 
 
 # the libraries whose reading of a file becomes facts: an upgrade of one re-stamps (and re-reads) every record,

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import json
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
+from voe.canonical import canonical
 
 CHUNK = 1 << 20
 
@@ -111,15 +110,9 @@ def list_entries(root: Path) -> dict[str, str]:
 
 
 def canonical_json(value: Any) -> bytes:
-    """The bytes a SourceLocation's span hash is taken over: sorted keys, no whitespace, UTF-8 (what
-    `json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)` gives; orjson writes the
-    same bytes about ten times faster, and json takes over for what orjson refuses, e.g. huge ints)."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except (orjson.JSONEncodeError, TypeError):
-        # a lone surrogate (a JSON `\udcxx` escape with no pair) has no UTF-8 form: written as that escape
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
-            "utf-8", "backslashreplace")
+    """The bytes a SourceLocation's span hash is taken over: RFC 8785 (JCS; voe/canonical.py), the one canonical
+    JSON of every hash voe publishes."""
+    return canonical(value)
 
 
 def list_files(root: Path) -> set[str]:

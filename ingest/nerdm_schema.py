@@ -26,6 +26,7 @@ from jsonschema import Draft4Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
+from voe.canonical import canonical
 from voe.resources import data_path
 from voe.settings import settings
 
@@ -184,7 +185,7 @@ class NerdmSchemas:
                     check(comp, uri, f"/components/{i}")
                 if core_component and not applied:
                     check(comp, core_component, f"/components/{i}")
-                key = json.dumps(comp, sort_keys=True).encode()
+                key = canonical(comp)  # RFC 8785: 1 and 1.0 are one number, as uniqueItems compares them
                 if key in seen:
                     ptr = f"/components/{i}"
                     found.setdefault((ptr, "uniqueItems"), Violation(
