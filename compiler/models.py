@@ -113,7 +113,7 @@ class TaskAnswer(Strict):
 
 
 class Manifest(BaseModel):
-    package_version: int = 2
+    package_version: int = 2  # the package's schema version (voe/versions.py PACKAGE_VERSION)
     compiler_version: str
     content_hash: str
     graph_hash: str

@@ -33,6 +33,7 @@ from voe import __version__
 from voe.errors import InputError
 from voe.graph import EdgeRow, Graph, NodeRow
 from voe.ontology import Label, Rel
+from voe.versions import PACKAGE_VERSION, check
 
 COMPILER_VERSION = f"voe-compiler/{__version__}"
 
@@ -371,6 +372,13 @@ def load_package(pkg: Path) -> tuple[list[TaskView], dict[str, EvidenceObject], 
                     raise InputError(f"line {n} is not JSON ({exc.msg})", path=str(path)) from exc
         return out
 
+    manifest_path = pkg / "manifest.json"
+    try:  # the version first: a package of another version is refused as that, not as a schema mismatch
+        found = json.loads(manifest_path.read_text()).get("package_version")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise InputError(f"not a task package (no readable manifest.json: {exc}); create one with `voe compile`",
+                         path=str(manifest_path)) from exc
+    check("package", found, PACKAGE_VERSION, str(manifest_path))
     try:
         views = [TaskView.model_validate(x) for x in lines("tasks.jsonl")]
         evidence = {x["evidence_id"]: EvidenceObject.model_validate(x) for x in lines("evidence.jsonl")}

@@ -21,6 +21,7 @@ from compiler.models import Manifest, TaskView
 from export.jsonld import ID, _package_iri, action_iri, context, iri, read_json, tree
 from replay.env import StepRecord, TrajectorySummary
 from voe.errors import InputError
+from voe.versions import RUN_SCHEMA_VERSION, check
 
 
 class LoadedRun:
@@ -33,6 +34,7 @@ class LoadedRun:
         info = read_json(run_dir / "run.json")
         if not isinstance(info, dict) or not isinstance(info.get("run_id"), str):
             raise InputError("run.json is not a voe run record", path=str(run_dir / "run.json"))
+        check("run", info.get("schema_version"), RUN_SCHEMA_VERSION, str(run_dir / "run.json"))
         if info.get("content_hash") != manifest.content_hash:
             raise InputError(f"this run is of another package (content hash {info.get('content_hash')}, the package "
                              f"exported is {manifest.content_hash})", path=str(run_dir))

@@ -23,7 +23,7 @@ from compiler.models import TaskView
 from compiler.package import load_package
 from replay.agent import PROMPT_VERSION, Transcript, episode
 from replay.env import ReplayEnv, StepRecord, TrajectorySummary
-from replay.runner import RunInfo, write_run_files
+from replay.runner import RunInfo, write_run_files, write_run_schemas
 from voe.errors import UsageError, VoeError
 from voe.llm import Budget, BudgetExhausted, ChatClient, LLMError, Price, ResponseCache, Settings, default_cache_dir
 from voe.settings import settings as environment
@@ -162,4 +162,5 @@ def run_agent(pkg: Path, model: str, out: Path, *, passes: int = 1, seed: int = 
                    cost=round(sum(costs), 6) if costs else None, calls=sum(p.transcript.calls for p in ordered),
                    prompt_version=PROMPT_VERSION)
     (out / "run.json").write_text(json.dumps(info.model_dump(exclude_none=True), indent=2, sort_keys=True) + "\n")
+    write_run_schemas(out)
     return info

@@ -25,9 +25,11 @@ from replay.env import ReplayEnv, StepRecord, TrajectorySummary
 from replay.policies import NO_ANSWER
 from replay.registry import Policy, get
 from voe.errors import UsageError
+from voe.versions import RUN_SCHEMA_VERSION
 
 
 class RunInfo(BaseModel):
+    schema_version: int = RUN_SCHEMA_VERSION  # voe/versions.py: readers refuse another
     run_id: str
     policy: str
     passes: int
@@ -75,6 +77,14 @@ def python_policy(spec: str) -> Policy:
     return act
 
 
+def write_run_schemas(out: Path) -> None:
+    """The JSON Schemas of run.json, steps.jsonl and trajectories.jsonl, beside them in schema/."""
+    (out / "schema").mkdir(parents=True, exist_ok=True)
+    for name, model in (("run", RunInfo), ("step", StepRecord), ("trajectory", TrajectorySummary)):
+        (out / "schema" / f"{name}.schema.json").write_text(json.dumps(model.model_json_schema(), indent=2,
+                                                                       sort_keys=True) + "\n")
+
+
 def write_run_files(out: Path, steps: list[StepRecord], summaries: list[TrajectorySummary]) -> None:
     with (out / "steps.jsonl").open("w") as fh:
         for rec in steps:
@@ -120,5 +130,6 @@ def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy
                    content_hash=manifest.content_hash, tasks=len(views), trajectories=len(summaries),
                    seconds=round(time.perf_counter() - started, 3))
     (out / "run.json").write_text(json.dumps(info.model_dump(), indent=2, sort_keys=True) + "\n")
+    write_run_schemas(out)
     return info
 

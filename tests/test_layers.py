@@ -11,7 +11,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 ORDER = ["voe", "ingest", "compiler", "replay", "verifiers", "export"]
 TOP = {"voe.cli", "voe.cli_reference", "voe.__main__"}  # the command line sits on top of every stage
-ADMISSION = {"compiler.gate": {"replay.env", "replay.policies", "replay.probes"},
+ADMISSION = {"compiler.gate": {"replay.env", "replay.policies", "replay.probes", "replay.registry"},
              "compiler.annotate": {"replay.env"}}
 
 

@@ -13,6 +13,7 @@ from verifiers.graph_verify import read_jsonl, verify_run
 from verifiers.metrics import TrajectoryScore, score_trajectory, summarize
 from voe.errors import InputError
 from voe.graph import Graph
+from voe.versions import RUN_SCHEMA_VERSION, SCORES_SCHEMA_VERSION, check
 
 
 def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[TrajectoryScore]]:
@@ -20,9 +21,10 @@ def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[Traject
         raise InputError("not a run folder (no run.json); create one with `voe run`", path=str(run_dir))
     try:
         info = json.loads((run_dir / "run.json").read_text())
+        check("run", info.get("schema_version"), RUN_SCHEMA_VERSION, str(run_dir / "run.json"))
         package = Path(info["package"])
         content_hash = str(info["content_hash"])
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
         raise InputError(f"run.json is not a voe run record ({exc})", path=str(run_dir / "run.json")) from exc
     views, _, answers, manifest = load_package(package)
     settle(graph)
@@ -40,12 +42,16 @@ def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[Traject
               for tr in read_jsonl(run_dir / "trajectories.jsonl")]
     summary = summarize(scores, info["policy"], info["passes"])
     summary["run_id"] = info["run_id"]
+    summary["schema_version"] = SCORES_SCHEMA_VERSION
     # what was scored: `voe report` reads the scores back only while the run is the one scored
     summary["trajectories_sha256"] = _sha256(run_dir / "trajectories.jsonl")
     if info.get("calls") is not None:  # an agent run: what it cost
         summary["usage"] = {k: info.get(k) for k in ("calls", "tokens_in", "tokens_out", "cost")}
     (run_dir / "scores.jsonl").write_text("".join(json.dumps(s.model_dump()) + "\n" for s in scores))
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (run_dir / "schema").mkdir(exist_ok=True)
+    (run_dir / "schema" / "score.schema.json").write_text(
+        json.dumps(TrajectoryScore.model_json_schema(), indent=2, sort_keys=True) + "\n")
     return summary, scores
 
 
@@ -66,6 +72,8 @@ def load_scored(run_dir: Path) -> tuple[dict[str, Any], list[TrajectoryScore]]:
         scores = [TrajectoryScore.model_validate_json(line) for line in scores_path.read_text().splitlines() if line]
     except ValueError as exc:  # JSON or validation: a damaged score file, not a crash
         raise InputError(f"the scores are unreadable ({exc}); run `voe score {run_dir}` again", path=str(run_dir)) from exc
+    check("scores", summary.get("schema_version") if isinstance(summary, dict) else None, SCORES_SCHEMA_VERSION,
+          str(summary_path))
     scored = summary.get("trajectories_sha256")
     if scored != _sha256(run_dir / "trajectories.jsonl"):
         why = "was scored by an older voe" if scored is None else "changed since it was scored"

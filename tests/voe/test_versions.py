@@ -1,0 +1,52 @@
+"""Every file voe writes carries its schema version; a reader refuses another one with what to do."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from compiler.package import load_package
+from replay.runner import run_policy
+from verifiers.score import load_scored, score_run
+from voe.errors import InputError
+from voe.graph import Graph
+from voe.versions import PACKAGE_VERSION, RUN_SCHEMA_VERSION, SCORES_SCHEMA_VERSION
+
+
+def _edit(path: Path, **changes: object) -> None:
+    doc = json.loads(path.read_text())
+    for k, v in changes.items():
+        if v is None:
+            doc.pop(k, None)
+        else:
+            doc[k] = v
+    path.write_text(json.dumps(doc))
+
+
+def test_every_artifact_is_versioned_and_other_versions_are_refused(package: Path, _session_graph: Graph,
+                                                                    tmp_path: Path) -> None:
+    assert json.loads((package / "manifest.json").read_text())["package_version"] == PACKAGE_VERSION
+    assert {p.name for p in (package / "schema").iterdir()} >= {"task.schema.json", "manifest.schema.json"}
+    run = tmp_path / "run"
+    run_policy(package, "random", 1, 0, run)
+    assert json.loads((run / "run.json").read_text())["schema_version"] == RUN_SCHEMA_VERSION
+    score_run(_session_graph, run)
+    assert json.loads((run / "summary.json").read_text())["schema_version"] == SCORES_SCHEMA_VERSION
+    assert {p.name for p in (run / "schema").iterdir()} == {"run.schema.json", "step.schema.json",
+                                                            "trajectory.schema.json", "score.schema.json"}
+    load_scored(run)
+
+    newer = tmp_path / "pkg-newer"
+    shutil.copytree(package, newer)
+    _edit(newer / "manifest.json", package_version=PACKAGE_VERSION + 1)
+    with pytest.raises(InputError, match="newer than this voe reads"):
+        load_package(newer)
+    _edit(run / "summary.json", schema_version=SCORES_SCHEMA_VERSION + 1)
+    with pytest.raises(InputError, match=r"newer than this voe reads.*`voe score`"):
+        load_scored(run)
+    _edit(run / "run.json", schema_version=None)
+    with pytest.raises(InputError, match=r"has no schema version.*`voe run`"):
+        score_run(_session_graph, run)
