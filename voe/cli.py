@@ -404,10 +404,19 @@ def _check_policy(ctx: click.Context, param: click.Parameter, value: str) -> str
     return value
 
 
+class _PolicyOption(click.Option):
+    """--policy, whose help names the registered policies only when help is shown: the registry imports the
+    task models, which `voe --help` and every other command would otherwise pay for at start-up."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = (self.help or "").replace("{policies}", ", ".join(_policy_names()))
+        return super().get_help_record(ctx)
+
+
 @cli.command("run")
 @click.argument("package", type=click.Path(path_type=Path, file_okay=False, exists=True))
-@click.option("--policy", required=True, callback=_check_policy,
-              help="A baseline or shortcut probe (" + ", ".join(_policy_names()) + "), openai:MODEL (any "
+@click.option("--policy", cls=_PolicyOption, required=True, callback=_check_policy,
+              help="A baseline or shortcut probe ({policies}), openai:MODEL (any "
                    "OpenAI-compatible endpoint) or python:MODULE:FUNCTION (your own policy).")
 @click.option("--passes", default=1, show_default=True, type=click.IntRange(1), help="Replicate passes over every task.")
 @click.option("--seed", default=0, show_default=True,
