@@ -310,7 +310,7 @@ def test_bad_actions_get_their_outcome_and_label(compiled: dict[str, Any]) -> No
 
 def test_score_json_and_report(compiled: dict[str, Any], cli_env: dict[str, str]) -> None:
     root = compiled["root"]
-    proc = subprocess.run([sys.executable, "-m", "voe", "score", str(root / "random"), "--compare", str(root / "reference"),
+    proc = subprocess.run([sys.executable, "-m", "cli", "score", str(root / "random"), "--compare", str(root / "reference"),
                            "--json"], capture_output=True, text=True, env=cli_env)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -328,7 +328,7 @@ def test_score_json_and_report(compiled: dict[str, Any], cli_env: dict[str, str]
     rnd = out["evidence_grounded_valid"]  # the random policy: tasks of one workflow are not independent
     assert rnd["clusters"] == compiled["summary"].workflows and rnd["ci95_cluster"][0] <= rnd["mean"] <= rnd["ci95_cluster"][1]
     no_server = {**cli_env, "NEO4J_URI": "bolt://127.0.0.1:1"}  # the report reads the scores: no Neo4j
-    proc = subprocess.run([sys.executable, "-m", "voe", "report", *(str(root / p) for p in BASELINES), "--out",
+    proc = subprocess.run([sys.executable, "-m", "cli", "report", *(str(root / p) for p in BASELINES), "--out",
                            str(root / "report")], capture_output=True, text=True, env=no_server)
     assert proc.returncode == 0, proc.stderr
     md = (root / "report" / "report.md").read_text()
@@ -340,7 +340,7 @@ def test_score_json_and_report(compiled: dict[str, Any], cli_env: dict[str, str]
     for damage, message in ((None, "changed since it was scored"), ("summary.json", "is not scored yet")):
         if damage:
             (stale / damage).unlink()
-        proc = subprocess.run([sys.executable, "-m", "voe", "report", str(stale), "--out", str(root / "report2")],
+        proc = subprocess.run([sys.executable, "-m", "cli", "report", str(stale), "--out", str(root / "report2")],
                               capture_output=True, text=True, env=no_server)
         assert proc.returncode == 2 and message in proc.stderr and f"voe score {stale}" in proc.stderr, proc.stderr
 
@@ -369,7 +369,7 @@ def test_cli_compile_with_archive_ingests_first_and_prints_the_summary(
     compiled: dict[str, Any], archives: Path, cli_env: dict[str, str]
 ) -> None:
     out = compiled["root"] / "pkg-cli"
-    proc = subprocess.run([sys.executable, "-m", "voe", "compile", "--archive", str(archives / "mds2-2106"),
+    proc = subprocess.run([sys.executable, "-m", "cli", "compile", "--archive", str(archives / "mds2-2106"),
                            "--out", str(out), "--json"], capture_output=True, text=True, env=cli_env)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)

@@ -488,7 +488,7 @@ def test_runs_without_answers_keep_verdicts_out_and_refuse_the_reference_run(
 
 
 def _voe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "voe", *args], capture_output=True, text=True, env=env, timeout=600)
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, env=env, timeout=600)
 
 
 def test_cli_export_then_import_package_and_exit_codes(package: Path, scored_runs: dict[str, Path], tmp_path: Path,

@@ -20,7 +20,7 @@ from voe.ontology import Label, Rel
 
 
 def _voe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "voe", *args], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 def _bad(tmp_path: Path, name: str, content: bytes) -> Path:

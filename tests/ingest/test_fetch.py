@@ -149,7 +149,7 @@ def test_unknown_record_and_cli_exit_codes(pdr: PDR, tmp_path: Path) -> None:
     with pytest.raises(FetchError, match="404"):
         fetch("mds2-0000", tmp_path / "x", base_url=pdr.url, backoff=0)
     pdr.faults = {CSV_A: ["404"]}
-    proc = subprocess.run([sys.executable, "-m", "voe", "fetch", RECORD, "--into", str(tmp_path / "c"),
+    proc = subprocess.run([sys.executable, "-m", "cli", "fetch", RECORD, "--into", str(tmp_path / "c"),
                            "--include", CSV_A, "--base-url", pdr.url, "--json"], capture_output=True, text=True)
     assert proc.returncode == 1, proc.stderr
     out = json.loads(proc.stdout)

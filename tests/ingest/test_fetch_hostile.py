@@ -419,7 +419,7 @@ def test_cli_deadline_options_summary_and_exit_code(pdr: Hostile, tmp_path: Path
     pdr.add(comp("drip.bin", BODY), BODY, "drip")
     pdr.add(comp("nosum.bin", BIG, algo=None), BIG)
     pdr.add(comp("ok.bin", BIG), BIG)
-    args = [sys.executable, "-m", "voe", "fetch", REC, "--into", str(tmp_path / "c"), "--base-url", pdr.url,
+    args = [sys.executable, "-m", "cli", "fetch", REC, "--into", str(tmp_path / "c"), "--base-url", pdr.url,
             "--timeout", "0.5", "--file-deadline", "0.6", "--deadline", "20", "--retries", "0"]
     started = time.monotonic()
     proc = subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=60)

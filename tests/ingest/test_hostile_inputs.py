@@ -34,7 +34,7 @@ OUTSIDE_TEXT = "OUTSIDE-THE-FOLDER secret line that must never be located"
 
 
 def _voe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "voe", *args], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 def _record(archives: Path, tmp_path: Path, name: str, mutate: Callable[[dict[str, Any]], None],

@@ -7,13 +7,13 @@ import sys
 
 import pytest
 
+from cli.evaluate import policy_names
 from replay.registry import KIND_ORDER, get, names, register, specs
-from voe.cli import _policy_names
 from voe.errors import UsageError
 
 
 def test_the_cli_choices_are_the_registry_in_kind_order() -> None:
-    assert _policy_names() == names()
+    assert policy_names() == names()
     kinds = [s.kind for s in specs()]
     assert kinds == sorted(kinds, key=KIND_ORDER.index) and kinds[0] == "reference"
     assert {s.name for s in specs("probe")} == {n for n in names() if n.startswith("probe:")}

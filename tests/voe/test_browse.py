@@ -63,7 +63,7 @@ def test_every_named_query_runs_and_shows_what_it_names(_session_graph: Graph, c
 
 
 def test_voe_browse_prints_a_browser_url_with_the_query(compiled: dict[str, str], cli_env: dict[str, str]) -> None:
-    done = subprocess.run([sys.executable, "-m", "voe", "browse", compiled["task_id"], "--json"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "cli", "browse", compiled["task_id"], "--json"], capture_output=True,
                           text=True, env=cli_env, timeout=60)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
@@ -72,7 +72,7 @@ def test_voe_browse_prints_a_browser_url_with_the_query(compiled: dict[str, str]
     assert url.path == "/browser/" and args["preselectAuthMethod"] == "NO_AUTH" and args["cmd"] == "edit"
     assert args["dbms"] == cli_env["NEO4J_URI"] and args["arg"] == out["query"]
     assert json.dumps(compiled["task_id"]) in out["query"] and "$task_id" not in out["query"]
-    missing = subprocess.run([sys.executable, "-m", "voe", "browse", "--query", "record_defects"], capture_output=True,
+    missing = subprocess.run([sys.executable, "-m", "cli", "browse", "--query", "record_defects"], capture_output=True,
                              text=True, env=cli_env, timeout=60)
     assert missing.returncode == 2 and "--param ark=" in missing.stderr
 

@@ -1,0 +1,83 @@
+"""The `voe` group and what every command shares: JSON output, --quiet, progress on stderr, and `main`, which turns
+the library's errors into one line and the documented exit code.
+
+Exit codes (DESIGN §8): 0 ok, 1 the work found a problem, 2 bad usage or bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from voe import __version__
+from voe.errors import VoeError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def emit_json(payload: Any) -> None:
+    click.echo(json.dumps(payload, indent=2, sort_keys=False))
+
+
+def quiet_option(fn: F) -> F:
+    return click.option("--quiet", "-q", is_flag=True,
+                        help="No progress on stderr (messages and bars; --json does not turn them off).")(fn)
+
+
+def progress_reporter(quiet: bool) -> Any:
+    from voe.progress import Progress
+
+    return Progress(enabled=not quiet)
+
+
+def log_to_stderr(enabled: bool) -> Callable[[str], None]:
+    return (lambda msg: click.echo(msg, err=True)) if enabled else (lambda _msg: None)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="voe")
+def cli() -> None:
+    """voe compiles a published experiment archive (NIST PDR / AM Bench records) into a Neo4j
+    provenance graph in which every fact points back to the exact place in the file it came from.
+
+    \b
+    A whole session:
+      voe db up                                    # a local Neo4j (Bolt 7687, Browser 7474)
+      voe ingest ../shared/archives/mds2-4103      # records into the provenance graph
+      voe compile --out out/pkg                    # decision moments -> realized-only tasks
+      voe run out/pkg --policy random --out out/run-random
+      voe score out/run-random                     # Cypher verifiers, metrics, codebook
+      voe report out/run-random --out out/report   # Markdown/HTML with intervals and plots
+      voe export out/pkg --out out/crate           # JSON-LD RO-Crate (+ Croissant)
+      voe browse TASK_ID                           # review a task in Neo4j Browser
+      voe db down
+
+    Connection settings come from NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD and NEO4J_DATABASE
+    (default bolt://127.0.0.1:7687, no auth, database neo4j).
+
+    Exit codes: 0 ok, 1 the work found a problem, 2 bad usage or bad input.
+    """
+
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except VoeError as exc:
+        click.echo(f"voe: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except SystemExit:
+        raise

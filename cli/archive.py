@@ -1,0 +1,122 @@
+"""`voe ingest` and `voe fetch`: archives into the graph, PDR records onto disk."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from cli.app import cli, emit_json, progress_reporter, quiet_option
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--schemas", "schema_dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Folder with the NERDm schemas (nerdm/, ejsonschema/). Default: $VOE_SCHEMA_DIR, "
+                   "else ../shared/archives/schemas beside the checkout.")
+@click.option("--no-schema", is_flag=True, help="Skip NERDm schema validation.")
+@click.option("--strict", is_flag=True, help="Exit 1 when any defect is found.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@quiet_option
+def ingest(paths: tuple[Path, ...], schema_dir: Path | None, no_schema: bool, strict: bool, as_json: bool,
+           quiet: bool) -> None:
+    """Ingest archive folders into the graph.
+
+    Each PATH is, by content: a NERDm record folder (nerdm.json plus payload files and .sha256
+    sidecars at their NERDm filepath) or a nerdm.json file; a plain folder of files (every file
+    a component); or a facts catalog (FACTS.md: records whose bytes we do not hold, marked
+    provenance "reconstructed"). Held files are parsed by content (PDF, CSV, XLSX, XML, NC
+    programs, STEP headers, build logs, thermocouple exports) into facts, each with a
+    SourceLocation (page+bbox, sheet+cell, line, XPath or JSON pointer) and evidence objects.
+    Re-ingesting the same input changes nothing. A path that cannot be read is reported and the others still ingest
+    (exit 2). Defects are findings, not failures: exit 0 unless --strict.
+
+    \b
+    Examples:
+      voe ingest ../shared/archives/mds2-4103 ../shared/archives/mds2-2525 --json
+      voe ingest ../shared/archives/amb2025-template ../shared/archives/FACTS.md
+    """
+    from ingest import ingest_paths
+    from voe.graph import Graph
+
+    if schema_dir is not None and not schema_dir.is_dir():
+        raise click.BadParameter(f"{schema_dir} is not a folder", param_hint="--schemas")
+    reporter = progress_reporter(quiet)
+    with Graph() as graph:
+        graph.verify()
+        with reporter.bar("ingest", len(paths), "paths") as bar:
+            report = ingest_paths(list(paths), graph, schema_dir=schema_dir, validate_schema=not no_schema,
+                                  progress=reporter.say, bar=bar.update)
+    if as_json:
+        emit_json(report.model_dump())
+    else:
+        click.echo(f"records:    {report.records}")
+        click.echo("components: " + (", ".join(f"{k} {v}" for k, v in report.components.items()) or "0"))
+        click.echo(f"files held: {report.files} ({', '.join(f'{k} {v}' for k, v in report.formats.items()) or 'none parsed'})")
+        click.echo(f"facts:      {report.facts} located facts ({report.pages} PDF pages, {report.cells} cells)")
+        click.echo("evidence:   " + (", ".join(f"{k} {v}" for k, v in report.evidence.items()) or "none"))
+        click.echo("defects:    " + (", ".join(f"{k} {v}" for k, v in report.defects.items()) or "none"))
+        click.echo(f"graph:      {report.graph['nodes_created']} nodes and "
+                   f"{report.graph['relationships_created']} relationships created")
+        click.echo(f"seconds:    {report.seconds}")
+        for err in report.errors:
+            where = err.path + (f"#{err.pointer}" if err.pointer else "")
+            click.echo(f"error: {where}: {err.message}", err=True)
+    code = report.exit_code
+    if code == 0 and strict and report.defects:
+        code = 1
+    sys.exit(code)
+
+
+@cli.command()
+@click.argument("record")
+@click.option("--into", "into", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Folder to write nerdm.json and the files into (created if missing).")
+@click.option("--include", multiple=True, metavar="GLOB",
+              help="Only files whose NERDm filepath matches (repeatable, e.g. '*.csv'). Default: every file.")
+@click.option("--max-bytes", type=click.IntRange(min=0),
+              help="Stop once this many file bytes have arrived (counted as they arrive); the rest is skipped.")
+@click.option("--base-url", envvar="VOE_PDR_BASE_URL", help="PDR base URL (default https://data.nist.gov).")
+@click.option("--retries", default=4, show_default=True, help="Retries per file after the first attempt.")
+@click.option("--timeout", default=30.0, show_default=True,
+              help="Seconds one read may stall before the request is retried (per read; see --file-deadline).")
+@click.option("--file-deadline", default=3600.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds one file (or the NERDm record) may take, all attempts included.")
+@click.option("--deadline", default=21600.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds the whole run may take; files not reached by then fail.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@quiet_option
+def fetch(record: str, into: Path, include: tuple[str, ...], max_bytes: int | None, base_url: str | None,
+          retries: int, timeout: float, file_deadline: float, deadline: float, as_json: bool, quiet: bool) -> None:
+    """Download a NIST PDR record (e.g. mds2-2525) and its files into the layout `voe ingest` reads.
+
+    Files are checked against the NERDm size and checksum (in the algorithm it names), resumed
+    after a cut connection (HTTP Range, verifiable files only) and retried with backoff; a
+    partial or corrupt file is never left under its final name. A file with no usable checksum
+    is reported unverified. Redirects go only to the same host over HTTPS. Re-running fetches
+    only what is missing. Exit 1 when any file failed.
+
+    \b
+    Examples:
+      voe fetch mds2-2525 --into data/mds2-2525 --include '*.csv' --include '*.sha256'
+      voe ingest data/mds2-2525
+    """
+    from ingest.fetch import as_json as report_json
+    from ingest.fetch import fetch as do_fetch
+
+    report = do_fetch(record, into, include=list(include) or None, max_bytes=max_bytes, base_url=base_url,
+                      retries=retries, timeout=timeout, file_deadline=file_deadline, deadline=deadline,
+                      progress=progress_reporter(quiet).say)
+    if as_json:
+        emit_json(report_json(report))
+    else:
+        ok = sum(1 for f in report.files if f.status in ("ok", "exists", "unverified"))
+        unverified = f" ({len(report.unverified)} unverified)" if report.unverified else ""
+        click.echo(f"{report.record}: {ok} of {len(report.files)} files in place{unverified}, {report.bytes} B "
+                   f"downloaded in {report.seconds} s -> {report.into}")
+        for f in report.unverified:
+            click.echo(f"unverified: {f.filepath}: {f.note}", err=True)
+        for f in report.failed:
+            click.echo(f"failed: {f.filepath}: {f.error}", err=True)
+    sys.exit(1 if report.failed else 0)

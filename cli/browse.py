@@ -1,0 +1,58 @@
+"""`voe browse`: a Neo4j Browser URL with a review query ready to run."""
+
+from __future__ import annotations
+
+import click
+
+from cli.app import cli, emit_json
+
+
+@cli.command("browse")
+@click.argument("task_id", required=False)
+@click.option("--query", "name", help="A named query of cypher/browser/ (default: task_evidence with TASK_ID).")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="A parameter of the query (repeatable).")
+@click.option("--http-url", default="http://127.0.0.1:7474", show_default=True,
+              help="Where the Browser is served (the local server's HTTP port).")
+@click.option("--style", "show_style", is_flag=True, help="Print the Browser style (GraSS) to paste after `:style`.")
+@click.option("--json", "as_json", is_flag=True, help="Print the URL, the query and the named queries as JSON.")
+def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], http_url: str, show_style: bool,
+               as_json: bool) -> None:
+    """Print the Neo4j Browser URL that opens with a review query ready to run.
+
+    With TASK_ID: the task's menu, the evidence behind it and the source locations of its facts.
+    Other named queries (--query): record_defects (--param ark=...), admission (--param package=...),
+    trajectory (--param trajectory_id=...), tasks (--param package=...). The Browser connects to
+    NEO4J_URI without authentication; --style prints ontology/browser.grass for `:style`.
+
+    \b
+    Examples:
+      voe browse TASK_ID
+      voe browse --query record_defects --param ark=ark:/88434/mds2-4103
+      voe browse --style
+    """
+    from voe.browse import browser_url, named_queries, query_text, style
+    from voe.config import Neo4jSettings
+    from voe.errors import UsageError
+
+    if show_style:
+        click.echo(style())
+        return
+    values = {}
+    for p in params:
+        key, sep, value = p.partition("=")
+        if not sep:
+            raise UsageError(f"--param {p!r}: expected NAME=VALUE")
+        values[key] = value
+    if task_id is not None:
+        values.setdefault("task_id", task_id)
+        name = name or "task_evidence"
+    query = query_text(name, values) if name else None
+    url = browser_url(http_url, Neo4jSettings.from_env().uri, query)
+    if as_json:
+        emit_json({"url": url, "query": query, "queries": named_queries()})
+        return
+    click.echo(url)
+    if query is None:
+        click.echo("named queries (voe browse --query NAME --param ...):", err=True)
+        for q, what in named_queries().items():
+            click.echo(f"  {q:<16} {what}", err=True)

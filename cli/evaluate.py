@@ -1,0 +1,195 @@
+"""`voe run`, `voe score` and `voe report`: policies through the replay environment, verdicts, reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cli.app import cli, emit_json, progress_reporter, quiet_option
+
+
+def policy_names() -> list[str]:
+    from replay.registry import names
+
+    return names()
+
+
+def _check_policy(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if value.startswith(("openai:", "python:")) and len(value.split(":", 1)[1]) > 0:
+        return value
+    if value not in policy_names():
+        raise click.BadParameter(f"{value!r}: choose a baseline or probe ({', '.join(policy_names())}), "
+                                 "openai:MODEL or python:MODULE:FUNCTION")
+    return value
+
+
+class _PolicyOption(click.Option):
+    """--policy, whose help names the registered policies only when help is shown: the registry imports the
+    task models, which `voe --help` and every other command would otherwise pay for at start-up."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = (self.help or "").replace("{policies}", ", ".join(policy_names()))
+        return super().get_help_record(ctx)
+
+
+@cli.command("run")
+@click.argument("package", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--policy", cls=_PolicyOption, required=True, callback=_check_policy,
+              help="A baseline or shortcut probe ({policies}), openai:MODEL (any "
+                   "OpenAI-compatible endpoint) or python:MODULE:FUNCTION (your own policy).")
+@click.option("--passes", default=1, show_default=True, type=click.IntRange(1), help="Replicate passes over every task.")
+@click.option("--seed", default=0, show_default=True,
+              help="Seed for the random policy and python: policies (per task and pass); sent to the model as "
+                   "`seed` where the server honours it.")
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Run folder: steps.jsonl, trajectories.jsonl, run.json (agents also transcripts.jsonl, "
+                   "timing.jsonl, parts/ and responses/).")
+@click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 (default: "
+                                 "OPENAI_BASE_URL, else the OpenAI API). The key comes from OPENAI_API_KEY.")
+@click.option("--protocol", type=click.Choice(["tools", "json"]), default="tools", show_default=True,
+              help="tools: one function per action; json: one JSON object per turn.")
+@click.option("--response-format", "response_format",
+              type=click.Choice(["json_schema", "json_object", "json_object_schema", "none"]),
+              default="json_schema", show_default=True,
+              help="With --protocol json: how the reply format is requested (servers differ; json_object_schema "
+                   "is llama.cpp's form).")
+@click.option("--temperature", default=0.0, show_default=True, type=float,
+              help="Sampling temperature sent to the model (recorded in run.json).")
+@click.option("--max-tokens", type=click.IntRange(1), help="Longest reply the model may write, in tokens.")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1),
+              help="Trajectories in flight at once (the output does not depend on it).")
+@click.option("--max-requests", type=click.IntRange(0), help="Stop cleanly after this many API calls (cache hits "
+                                                              "are free).")
+@click.option("--max-cost", type=float, help="Stop cleanly once this much (USD, from --prices) is spent.")
+@click.option("--prices", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help='Price table JSON {model: {"input_per_mtok": USD, "output_per_mtok": USD}} (or VOE_PRICES).')
+@click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per API call.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted agent run in --out where it stopped.")
+@click.option("--no-cache", "no_cache", is_flag=True,
+              help="Do not reuse answers from the shared response cache (VOE_CACHE_DIR/llm).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run info as JSON.")
+@quiet_option
+def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_url: str | None, protocol: str,
+            response_format: str, temperature: float, max_tokens: int | None, concurrency: int,
+            max_requests: int | None, max_cost: float | None, prices: Path | None, timeout: float, resume: bool,
+            no_cache: bool, as_json: bool, quiet: bool) -> None:
+    """Run a policy over every task of a package through the replay environment.
+
+    One JSON line per step (steps.jsonl) and one summary per trajectory (trajectories.jsonl).
+    Only the reference policy reads the verifier-only answers. An agent run (openai:MODEL) also
+    records every conversation (transcripts.jsonl) and can be interrupted and resumed.
+
+    \b
+    Examples:
+      voe run out/pkg --policy reference --passes 3 --seed 1 --out out/run-reference
+      voe run out/pkg --policy openai:gpt-4o-mini --base-url http://127.0.0.1:8000/v1 --out out/run-model
+      voe run out/pkg --policy python:mypolicy:act --out out/run-mine
+    """
+    if policy.startswith("openai:"):
+        from replay.agent_run import run_agent
+        from voe.llm import Settings, load_prices
+
+        settings = Settings(model=policy.removeprefix("openai:"), temperature=temperature, max_tokens=max_tokens,
+                            seed=seed, protocol=protocol, response_format=response_format)
+
+        reporter = progress_reporter(quiet)
+        bar = reporter.bar("run", 0, "trajectories")
+
+        def progress(done: int, total: int) -> None:
+            bar.update(done, total)
+
+        with bar:
+            info = run_agent(package, settings.model, out, passes=passes, seed=seed, base_url=base_url,
+                             settings=settings, concurrency=concurrency, max_requests=max_requests,
+                             max_cost=max_cost, prices=load_prices(prices), resume=resume, use_cache=not no_cache,
+                             timeout=timeout, progress=progress)
+    else:
+        from replay.runner import run_policy
+
+        with progress_reporter(quiet).bar("run", 0, "trajectories") as bar:
+            info = run_policy(package, policy, passes, seed, out, progress=bar.update)
+    if as_json:
+        emit_json(info.model_dump(exclude_none=True))
+    else:
+        extra = f", {info.calls} model calls, {info.tokens_in}+{info.tokens_out} tokens" if info.calls is not None else ""
+        if info.cost is not None:
+            extra += f", cost {info.cost}"
+        click.echo(f"{info.run_id}: {info.trajectories} trajectories in {info.seconds} s{extra} -> {out}")
+
+
+@cli.command("score")
+@click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--compare", type=click.Path(path_type=Path, file_okay=False),
+              help="A second run on the same tasks: paired difference of validity.")
+@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
+def score_cmd(run_dir: Path, compare: Path | None, as_json: bool) -> None:
+    """Verify a run with the graph-query verifiers and print its metrics and codebook.
+
+    Trajectories are written to the graph (Run, Trajectory, Step) and checked by Cypher:
+    action class accepted, payload bound to pulled evidence, grounded.
+
+    \b
+    Examples:
+      voe score out/run-random --compare out/run-reference --json
+    """
+    from verifiers.metrics import paired
+    from verifiers.score import score_run
+    from voe.graph import Graph
+
+    with Graph() as graph:
+        graph.verify()
+        summary, scores = score_run(graph, run_dir)
+        if compare is not None:
+            other, other_scores = score_run(graph, compare)
+            summary["paired"] = {"against": other["policy"], **paired(scores, other_scores)}
+    if as_json:
+        emit_json(summary)
+        return
+    egv = summary["evidence_grounded_valid"]
+    click.echo(f"{summary['policy']}: {summary['tasks']} tasks x {summary['passes']} passes")
+    flat = " no variance between passes," if "no variance" in egv["method"] else ""
+    click.echo(f"  evidence-grounded valid {egv['mean']:.3f} (95% CI {egv['ci95'][0]:.3f}-{egv['ci95'][1]:.3f},{flat} "
+               f"{egv['count']} of {egv['n']})")
+    click.echo(f"  clustered by workflow ({egv['clusters']} clusters): 95% CI {egv['ci95_cluster'][0]:.3f}-"
+               f"{egv['ci95_cluster'][1]:.3f} (cluster SE), {egv['ci95_cluster_bootstrap'][0]:.3f}-"
+               f"{egv['ci95_cluster_bootstrap'][1]:.3f} (cluster bootstrap)")
+    click.echo(f"  action valid {summary['action_valid']['mean']:.3f}, useful precision {summary['useful_precision']:.3f}, "
+               f"regret {summary['evidence_regret']:.2f}, cost score {summary['cost_score']:.3f}, "
+               f"over-submit {summary['over_submit']:.3f}")
+    for family, f in summary["by_family"].items():
+        click.echo(f"  {family:<24} {f['evidence_grounded_valid']['mean']:.3f} ({f['tasks']} tasks)")
+    click.echo("  codebook: " + ", ".join(f"{k} {v}" for k, v in summary["codebook"].items()))
+    if "paired" in summary:
+        p = summary["paired"]
+        click.echo(f"  paired vs {p['against']}: {p.get('mean_difference', 0):+.3f} over {p['tasks']} tasks")
+
+
+@cli.command("report")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Folder for report.md, report.html and the plots.")
+@click.option("--against", type=click.Path(path_type=Path, file_okay=False),
+              help="A run to compare every run with: paired difference of validity on the same tasks.")
+def report_cmd(runs: tuple[Path, ...], out: Path, against: Path | None) -> None:
+    """Write a Markdown/HTML report for one or more scored runs: headline table with intervals,
+    per-family breakdown, failure codebook distribution, model usage (tokens, cost) and plots (PNG/SVG).
+
+    Reads what `voe score` wrote into each run (summary.json, scores.jsonl): no Neo4j needed; a run not scored
+    yet, or changed since, is refused with the command that scores it.
+
+    \b
+    Examples:
+      voe report out/run-reference out/run-random --out out/report --against out/run-random
+    """
+    from verifiers.metrics import paired
+    from verifiers.report import write_report
+    from verifiers.score import load_scored
+
+    scored = [load_scored(r) for r in runs]  # what `voe score` wrote: no Neo4j needed
+    pairs = None
+    if against is not None:
+        base_summary, base = load_scored(against)
+        pairs = [{**paired(s, base), "against": base_summary["policy"]} for _, s in scored]
+    path = write_report([s for s, _ in scored], out, pairs)
+    click.echo(f"report written to {path}")

@@ -1,0 +1,175 @@
+"""`voe compile`, `voe export` and `voe import-package`: the graph to a task package, a package to JSON-LD and back."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli.app import cli, emit_json, progress_reporter, quiet_option
+
+
+def _model_client(spec: str, option: str, base_url: str | None, response_format: str) -> Any:
+    from voe.errors import UsageError
+    from voe.llm import Budget, ChatClient, ResponseCache, Settings, default_cache_dir
+
+    if not spec.startswith("openai:") or not spec.removeprefix("openai:"):
+        raise UsageError(f"{option} {spec!r}: expected openai:MODEL")
+    settings = Settings(model=spec.removeprefix("openai:"), protocol="json", response_format=response_format)
+    return ChatClient(settings, base_url, cache=ResponseCache(default_cache_dir()), run_cache=ResponseCache(None),
+                      budget=Budget(), prices={})
+
+
+def _annotator(spec: str | None, base_url: str | None, response_format: str) -> Any:
+    if spec is None:
+        return None
+    from compiler.annotate import LLMAnnotator
+
+    return LLMAnnotator(_model_client(spec, "--annotator", base_url, response_format))
+
+
+def _judge(spec: str | None, base_url: str | None) -> Any:
+    if spec is None:
+        return None
+    from compiler.judge import Judge
+
+    return Judge(_model_client(spec, "--judge", base_url, "json_object"))
+
+
+@cli.command("compile")
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Folder for the task package (tasks, evidence, answers, manifest, schema).")
+@click.option("--archive", "archives", multiple=True, type=click.Path(path_type=Path),
+              help="Ingest this path first (repeatable); without it the graph is taken as it stands.")
+@click.option("--annotator", help="openai:MODEL writes each task's framing and picks its distractors (default: the "
+                                  "deterministic template, offline).")
+@click.option("--judge", help="openai:MODEL scores every framing on the six criteria of DESIGN 7, after it passes "
+                              "calibration on the project's fixed cases.")
+@click.option("--base-url", help="OpenAI-compatible endpoint of the annotator and judge (default: OPENAI_BASE_URL).")
+@click.option("--response-format", "response_format",
+              type=click.Choice(["json_schema", "json_object", "json_object_schema", "none"]), default="json_schema",
+              show_default=True, help="How the annotator's JSON reply is requested (servers differ).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@quiet_option
+def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, judge: str | None,
+                base_url: str | None, response_format: str, as_json: bool, quiet: bool) -> None:
+    """Compile realized-only decision tasks from the graph into a versioned task package.
+
+    Each subject item of the graph becomes one decision (compiler/moments.py): a packet whose
+    menu holds only evidence the archive really has. A request returns the archive's facts
+    about an item, never a verdict. Policy-visible tasks and verifier-only answers go to
+    separate files; the content hash is the same every time the same graph is compiled.
+
+    \b
+    The release gate runs on every package and is recorded in manifest.json: the reference
+    valid on every task, every null policy and shortcut probe valid on at most 50% of the
+    tasks, the text-only probe on at most 40%. A package that fails the gate is still
+    written; the command prints the gate table and exits 1.
+
+    \b
+    Examples:
+      voe compile --out out/pkg --json
+      voe compile --out out/pkg --archive ../shared/archives/mds2-4103
+    """
+    from compiler.package import compile_package, gate_table
+    from ingest import ingest_paths
+    from voe.graph import Graph
+
+    with Graph() as graph:
+        graph.verify()
+        if archives:
+            reporter = progress_reporter(quiet)
+            with reporter.bar("ingest", len(archives), "paths") as bar:
+                report = ingest_paths(list(archives), graph, progress=reporter.say, bar=bar.update)
+            if report.errors:
+                for err in report.errors:
+                    click.echo(f"error: {err.path}: {err.message}", err=True)
+                sys.exit(2)
+        summary = compile_package(graph, out, annotator=_annotator(annotator, base_url, response_format),
+                                  judge=_judge(judge, base_url))
+    if as_json:
+        emit_json(summary.model_dump())
+    else:
+        click.echo(f"{summary.tasks} tasks in {summary.workflows} workflows "
+                   f"({', '.join(f'{k} {v}' for k, v in summary.families.items())})")
+        click.echo(f"{summary.evidence_entries} evidence entries over {summary.canonical_evidence} canonical evidence ids")
+        click.echo(f"{summary.decisions} distinct decisions; the largest group of tasks sharing one binding item: "
+                   f"{summary.largest_item_group}")
+        click.echo(f"content hash {summary.content_hash} -> {summary.out}")
+        click.echo(gate_table(summary))
+    if summary.tasks == 0:
+        click.echo("error: the graph holds no decision moments (ingest an archive first, or pass --archive)", err=True)
+        sys.exit(1)
+    if not summary.gate_passed:
+        if as_json:
+            click.echo(gate_table(summary), err=True)
+        click.echo("error: the package fails the release gate (written anyway; see the table)", err=True)
+        sys.exit(1)
+
+
+
+
+@cli.command("export")
+@click.argument("package", metavar="PKG", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Folder for the RO-Crate (ro-crate-metadata.json and the .jsonld files).")
+@click.option("--runs", "runs", multiple=True, metavar="RUN", type=click.Path(path_type=Path, file_okay=False),
+              help="A run folder of this package to add as PROV activities (runs.jsonld); repeatable. With "
+                   "--include-answers its verdicts (from `voe score`) go to answers.jsonld.")
+@click.option("--include-answers", is_flag=True,
+              help="Add answers.jsonld: the verifier-only answers and audit, each node marked voe:verifierOnly.")
+@click.option("--date", metavar="YYYY-MM-DD",
+              help="The crate's datePublished (default: SOURCE_DATE_EPOCH if set, else today, UTC).")
+@click.option("--license", "license_url", metavar="URL",
+              help="The crate's license (default: a note that the source records' terms apply).")
+@click.option("--json", "as_json", is_flag=True, help="Print the export summary as JSON.")
+def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers: bool, date: str | None,
+               license_url: str | None, as_json: bool) -> None:
+    """Export a task package as JSON-LD in an RO-Crate 1.2, validated with SHACL, with its RDFC-1.0 content hash.
+
+    PROV-O for provenance (tasks derived from evidence, facts located in files), schema.org for the crate.
+    Offline: every context ships in ontology/. Exit 1 when the export fails the shapes (the report says where).
+
+    \b
+    Examples:
+      voe export out/pkg --out out/crate
+      voe export out/pkg --out out/crate-full --runs out/run-random --include-answers
+    """
+    from export.jsonld import export_package
+
+    summary = export_package(package, out, include_answers=include_answers, runs=runs, date=date,
+                             license_url=license_url)
+    if as_json:
+        emit_json(summary.model_dump())
+        return
+    ran = f", {summary.runs} runs ({summary.trajectories} trajectories)" if runs else ""
+    answers = f", {summary.answers} verifier-only answers" if include_answers else ""
+    if summary.verdicts:
+        answers += f" and {summary.verdicts} verdicts"
+    click.echo(f"exported {summary.tasks} tasks, {summary.evidence} evidence objects{ran}{answers} to {out} "
+               f"(content hash {summary.content_hash})")
+
+
+@cli.command("import-package")
+@click.argument("crate", metavar="CRATE", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Folder for the rebuilt package (tasks.jsonl, evidence.jsonl, answers.jsonl, manifest.json).")
+def import_package_cmd(crate: Path, out: Path) -> None:
+    """Rebuild a task package from an export made with --include-answers; it runs and scores as the original.
+
+    The crate's files are checked against their recorded sha256 and validated first; nothing is written unless
+    the rebuilt package has the exported package's content hash (exit 1 otherwise).
+
+    \b
+    Examples:
+      voe import-package out/crate-full --out out/pkg-again
+    """
+    from compiler.package import load_package
+    from export.rebuild import import_package
+
+    import_package(crate, out)
+    views, evidence, answers, manifest = load_package(out)
+    click.echo(f"rebuilt package {out} from {crate}: {len(views)} tasks, {len(evidence)} evidence objects, "
+               f"{len(answers)} answers (content hash {manifest.content_hash})")

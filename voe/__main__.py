@@ -1,3 +1,0 @@
-from voe.cli import main
-
-main()
