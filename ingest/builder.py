@@ -46,7 +46,14 @@ RULESET_VERSION = "nerdm-9"
 
 # the libraries whose reading of a file becomes facts: an upgrade of one re-stamps (and re-reads) every record,
 # instead of keeping the facts the old version read under the same stamp
-PARSER_LIBRARIES = ("pdfplumber", "pdfminer.six", "openpyxl", "lxml", "jsonschema")
+RECORD_LIBRARIES = ("jsonschema",)  # the record builder's own: NERDm validation
+
+
+def parser_libraries() -> tuple[str, ...]:
+    """What the ingest stamp pins: the libraries every registered parser names, then the record builder's."""
+    from ingest.parsers import registry
+
+    return (*registry.libraries(), *RECORD_LIBRARIES)
 
 
 @lru_cache(maxsize=1)
@@ -59,7 +66,7 @@ def parser_versions() -> bytes:
         except PackageNotFoundError:
             return "absent"
 
-    return ";".join(f"{n}={one(n)}" for n in PARSER_LIBRARIES).encode()
+    return ";".join(f"{n}={one(n)}" for n in parser_libraries()).encode()
 
 
 # Properties that are ids or indexed (cypher/schema.cypher), or name an id: over-long values are hashed keys

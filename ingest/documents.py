@@ -7,8 +7,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ingest.limits import LOG, BudgetExceeded, Budgets, current, printable
+from ingest.parsers import registry
 from ingest.parsers.model import Fact, FileDefect, Parsed, Role
-from ingest.parsers.sniff import EXPECTED_BY_EXTENSION, sniff
+from ingest.parsers.sniff import sniff
 
 HEAD_BYTES = 8192
 MAX_PARSE_BYTES = 64 << 20  # larger payloads are hashed but not parsed (their facts would swamp the graph)
@@ -32,7 +33,7 @@ def parse_file(path: Path, relpath: str) -> Parsed | None:
         LOG.warning("%s: cannot tell the format (%s: %s)", relpath, type(exc).__name__, printable(exc))
         fmt = "binary"
     ext = PurePosixPath(relpath).suffix.lower()
-    expected = EXPECTED_BY_EXTENSION.get(ext)
+    expected = registry.expected_format(ext)
     mismatch = None
     if expected and expected != fmt:
         mismatch = FileDefect("format.mismatch",
@@ -126,36 +127,5 @@ def _truncate(parsed: Parsed, long: list[Fact], width: int) -> None:
 
 
 def _dispatch(path: Path, fmt: str) -> Parsed | None:
-    if fmt == "pdf":
-        from ingest.parsers.pdf import parse_pdf
-
-        return parse_pdf(path)
-    if fmt == "xlsx":
-        from ingest.parsers.instruments import parse_workbook
-
-        return parse_workbook(path)
-    if fmt == "csv":
-        from ingest.parsers.tabular import parse_csv
-
-        return parse_csv(path, path.read_bytes())
-    if fmt == "xml":
-        from ingest.parsers.xml import parse_xml
-
-        return parse_xml(path, path.read_bytes())
-    if fmt == "release_summary":
-        from ingest.parsers.release import parse_release_summary
-
-        return parse_release_summary(path.read_bytes())
-    if fmt == "nc":
-        from ingest.parsers.process import parse_nc
-
-        return parse_nc(path.read_bytes())
-    if fmt == "step":
-        from ingest.parsers.process import parse_step
-
-        return parse_step(path.read_bytes())
-    if fmt == "text":
-        from ingest.parsers.process import parse_text
-
-        return parse_text(path.read_bytes())
-    return None
+    spec = registry.get(fmt)
+    return spec.parse(path) if spec is not None and spec.parse is not None else None

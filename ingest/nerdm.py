@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ingest import ids, media_types
 from ingest.builder import (  # noqa: F401 - re-exported: the loader, the pipeline and the tests read them here
-    PARSER_LIBRARIES,
     RULESET_VERSION,
     BuilderCore,
     Origin,
@@ -28,6 +27,7 @@ from ingest.builder import (  # noqa: F401 - re-exported: the loader, the pipeli
     _storable_row,
     _text,
     _value_at,
+    parser_libraries,
     parser_versions,
 )
 from ingest.evidence import evidence_kind, reference_kind

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.parsers.model import Fact, Parsed, Role
+from ingest.parsers.registry import Probe, parser
 from ingest.parsers.tabular import parse_xlsx
 
 
@@ -115,7 +116,14 @@ def printtracker(path: Path, parsed: Parsed) -> Parsed:
     return parsed
 
 
+def _is_workbook(p: Probe) -> bool:
+    return p.zip_names is not None and "xl/workbook.xml" in p.zip_names
+
+
+@parser("xlsx", order=20, detect=_is_workbook, extensions=(".xlsx", ".xlsm"), libraries=("openpyxl",))
 def parse_workbook(path: Path) -> Parsed:
+    """XLSX: every cell at sheet and cell, formulas with their cached values; thermocouple and print tracker
+    workbooks also get their instrument summary."""
     parsed = parse_xlsx(path)
     kind = kind_of_workbook(parsed)
     if kind == "thermocouple":

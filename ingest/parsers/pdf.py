@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from ingest.limits import BudgetExceeded, Meter, printable
 from ingest.parsers.model import Fact, FileDefect, Parsed, Role
+from ingest.parsers.registry import parser
 
 BBox = tuple[float, float, float, float]
 
@@ -27,6 +28,13 @@ def text_in_box(page: Any, bbox: BBox) -> str:
     """Re-extract a stored span: the lines pdfplumber finds inside the box, joined by newlines."""
     cropped = page.crop(bbox, strict=False)
     return "\n".join(line["text"] for line in cropped.extract_text_lines())
+
+
+@parser("pdf", order=10, detect=lambda p: p.head.startswith(b"%PDF-"), extensions=(".pdf",),
+        libraries=("pdfplumber", "pdfminer.six"))
+def _pdf_file(path: Path) -> Parsed:
+    """PDF: words, lines and tables with page and bounding box."""
+    return parse_pdf(path)
 
 
 def parse_pdf(path: Path, role: Role = Role.SOURCE_DOCUMENT) -> Parsed:

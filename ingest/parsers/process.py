@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 from ingest.limits import Meter
 from ingest.parsers.model import Fact, FileDefect, Parsed, Role
+from ingest.parsers.registry import Probe, parser
 from ingest.parsers.sniff import decode_text
 from ingest.parsers.tabular import split_unit
 
@@ -47,6 +49,22 @@ def _stopped(parsed: Parsed, n: int) -> None:
     parsed.defects.append(FileDefect(
         "parse.budget", f"stopped after {len(parsed.facts)} facts (budget facts_per_file); lines after {last} are not "
         "located", f"L{n}"))
+
+
+def _looks_nc(p: Probe) -> bool:
+    """G-code / EIA: mostly lines of G/M/T/N/#/O words or (comments)."""
+    lines = p.lines
+    if not lines:
+        return False
+    codes = sum(1 for ln in lines if ln.lstrip("/0123456789 ").startswith(("G", "M", "N", "#", "(", "T", "O", "%", ";")))
+    gwords = sum(1 for ln in lines if any(tok[:1] in "GM" and tok[1:2].isdigit() for tok in ln.split()))
+    return codes / len(lines) > 0.7 and gwords >= 3
+
+
+@parser("nc", order=90, detect=_looks_nc, extensions=(".eia", ".nc", ".gcode"))
+def _nc_file(path: Path) -> Parsed:
+    """NC / EIA / G-code programs: line-located commands, parameters and comments."""
+    return parse_nc(path.read_bytes())
 
 
 def parse_nc(data: bytes) -> Parsed:
@@ -106,6 +124,12 @@ STRING_RE = re.compile(r"'((?:[^']++|'')*+)'")
 HEADER_ENTITY_RE = re.compile(r"^\s*(FILE_DESCRIPTION|FILE_NAME|FILE_SCHEMA)\s*\(", re.M)
 
 
+@parser("step", order=30, detect=lambda p: p.text_head.startswith(b"ISO-10303-21;"), extensions=(".step", ".stp"))
+def _step_file(path: Path) -> Parsed:
+    """STEP (ISO 10303-21): the HEADER section's description, file name and schema."""
+    return parse_step(path.read_bytes())
+
+
 def parse_step(data: bytes) -> Parsed:
     parsed = Parsed(format="step", role=Role.PROCESS_RECORD)
     lines = _lines(data)
@@ -143,6 +167,12 @@ def parse_step(data: bytes) -> Parsed:
         "data_entities": sum(1 for ln in lines[end:] if ln.lstrip().startswith("#")),
     }
     return parsed
+
+
+@parser("text", order=1000, detect=None)
+def _text_file(path: Path) -> Parsed:
+    """Plain text (build logs, notes, anything not more specific): one fact per non-empty line."""
+    return parse_text(path.read_bytes())
 
 
 def parse_text(data: bytes, role: Role = Role.SOURCE_DOCUMENT) -> Parsed:

@@ -21,13 +21,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lxml import etree
 
 from ingest.limits import Meter
 from ingest.parsers.model import Fact, Parsed, Role
-from ingest.parsers.sniff import RELEASE_TITLE_RE, text_encoding
+from ingest.parsers.registry import Probe, parser
+from ingest.parsers.sniff import text_encoding
+
+# An AM Bench release file summary: an HTML document whose <h1> reads "Release File Summary: A to B".
+RELEASE_TITLE_RE = re.compile(r"Release File Summary: (\d+(?:\.\d+)*) to (\d+(?:\.\d+)*)")
+RELEASE_HEAD_RE = re.compile(rb"(?i:<!DOCTYPE html[^>]*>\s*)?(?i:<html)[\s>].*?(?i:<h1>)\s*Release File Summary: "
+                             rb"\d+(?:\.\d+)* to \d+(?:\.\d+)*\s*(?i:</h1>)", re.S)
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,16 @@ def version_key(version: str) -> tuple[int, ...]:
 
 def rename_key(basename: str) -> str:
     return basename.lower().replace("-", "_")
+
+
+def _is_release_summary(p: Probe) -> bool:
+    return RELEASE_HEAD_RE.match(p.text_head) is not None
+
+
+@parser("release_summary", order=40, detect=_is_release_summary, libraries=("lxml",))
+def _release_file(path: Path) -> Parsed:
+    """AM Bench release file summary (HTML): removed, renamed, changed and new files between two releases."""
+    return parse_release_summary(path.read_bytes())
 
 
 def parse_release_summary(data: bytes) -> Parsed:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ingest.limits import BudgetExceeded, Meter, printable
 from ingest.parsers.model import Fact, FileDefect, Parsed, Role
+from ingest.parsers.registry import Probe, parser
 from ingest.parsers.sniff import decode_text, text_encoding
 
 UNIT_RE = re.compile(r"^(?P<name>.*?)\s*[\(\[]\s*(?P<unit>[^()\[\]]{1,24}?)\s*[\)\]]\s*$")
@@ -95,6 +96,42 @@ def _one_column_header(rows: list[list[str]]) -> int | None:
         return None
     first, nxt = filled[0], filled[1]
     return first if not _is_number(rows[first][0]) and _is_number(rows[nxt][0]) else None
+
+
+NUMBER_RE = re.compile(r"^[+-]?(?:\d++(?:\.\d*+)?+|\.\d++)(?:[eE][+-]?\d++)?+$")  # possessive: linear on long digits
+
+
+def _looks_csv(p: Probe) -> bool:
+    lines = p.lines
+    if len(lines) < 2 or "," not in p.text:
+        return False
+    rows = p.csv_rows()
+    if rows is None:
+        return False
+    widths = [len(r) for r in rows if r]
+    return max(widths) > 1 and sum(1 for w in widths if w > 1) >= len(widths) * 0.8
+
+
+def _looks_one_column(lines: list[str]) -> bool:
+    """A single CSV column: every line one numeric field, or one header line (no delimiter) over numbers."""
+    if not lines or any(d in ln for ln in lines for d in ",;\t"):
+        return False
+    fields = [ln.strip().strip('"').strip() for ln in lines]
+    body = fields if NUMBER_RE.match(fields[0]) else fields[1:]
+    return bool(body) and all(NUMBER_RE.match(f) for f in body)
+
+
+def _is_csv(p: Probe) -> bool:
+    """Delimited rows; or a single column of numbers (optionally under one header line), which has no delimiter
+    to see: csv only where the extension names a table (`.csv`, or an `.xlsx` that is really CSV, still
+    flagged), text otherwise."""
+    return _looks_csv(p) or (p.extension_format in ("csv", "xlsx") and _looks_one_column(p.lines))
+
+
+@parser("csv", order=100, detect=_is_csv, extensions=(".csv",))
+def _csv_file(path: Path) -> Parsed:
+    """CSV: every cell at row and column, units split from headers."""
+    return parse_csv(path, path.read_bytes())
 
 
 def parse_csv(path: Path, data: bytes, role: Role = Role.CHARACTERIZATION) -> Parsed:

@@ -14,6 +14,7 @@ from lxml import etree
 
 from ingest.limits import Meter
 from ingest.parsers.model import Fact, FileDefect, Parsed, Role
+from ingest.parsers.registry import Probe, parser
 from voe.settings import settings as environment
 
 XSD_FILES = ("AMBuild.xsd", "AMMeasurement.xsd", "AMReference.xsd", "AMDocs.xsd")
@@ -43,6 +44,17 @@ def _schemas(xsd_dir: Path) -> dict[str, etree.XMLSchema]:
         for el in doc.getroot().findall(f"{ns}element"):
             out.setdefault(el.get("name", ""), schema)
     return out
+
+
+def _is_xml(p: Probe) -> bool:
+    t = p.text_head
+    return t.startswith(b"<?xml") or (t.startswith(b"<") and not t.startswith(b"<!DOCTYPE html"))
+
+
+@parser("xml", order=50, detect=_is_xml, extensions=(".xml", ".xsd"), libraries=("lxml",))
+def _xml_file(path: Path) -> Parsed:
+    """XML: every element with text or attributes at its XPath, validated against its XSD when one is held."""
+    return parse_xml(path, path.read_bytes())
 
 
 def parse_xml(path: Path, data: bytes, xsd_dir: Path | None = None) -> Parsed:
