@@ -45,7 +45,6 @@ from compiler.models import (
     TERMINALS,
     Action,
     EvidenceObject,
-    Family,
     MenuEntry,
     ReferenceStep,
     TaskAnswer,
@@ -202,7 +201,7 @@ def _cap(moments: list[Moment], cat: Catalog) -> list[Moment]:
     flagged_held: dict[str, set[bool]] = defaultdict(set)
     flagged: Counter[str] = Counter()
     for m in kept:
-        if m.family == Family.SOURCE_INTEGRITY:
+        if families.spec(m.family).contrasted:
             flagged_ext[m.workflow].add(_extension(cat, m.subject))
             flagged_held[m.workflow].add(_held(cat, m.subject))
             flagged[m.workflow] += 1
@@ -341,7 +340,8 @@ def materialize(m: Moment, cat: Catalog, framing: Framing | None = None) -> tupl
     steps = [ReferenceStep(action=REQUEST_FOR_KIND[cat.rows[e]["kind"]], evidence_id=e) for e in m.pull]
     steps.append(ReferenceStep(action=m.reference_class, payload=m.reference_payload))
     defective = [e for e in chosen if cat.own_defects.get(e)]
-    missing = [e for e in chosen if e in binding and m.family == Family.MISSING_EVIDENCE and e == m.subject]
+    localizable = set(families.spec(m.family).missing(m))
+    missing = [e for e in chosen if e in binding and e in localizable]
     must_bind: dict[str, list[str]] = {}
     if m.reference_payload:
         must_bind[m.reference_class.value] = list(m.reference_payload)

@@ -62,12 +62,22 @@ class Rule:
     match: Match
 
 
+def _nothing_missing(m: Moment) -> list[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class FamilySpec:
     family: Family
     priority: int  # when two moments look the same to a policy, the family of lower priority keeps it
     cap_group: CapGroup
     doc: str
+    # its moments are what clean packets are contrasted with: a workflow's capped clean submissions keep first
+    # those on the same kind of file (extension, held or not) as this family's subjects, so that the file type
+    # cannot tell this family's answer from a submission
+    contrasted: bool = False
+    # the items a localize_missing_evidence payload may name in its tasks (strict payloads); none by default
+    missing: Callable[[Moment], list[str]] = _nothing_missing
 
 
 _RULES: list[Rule] = []

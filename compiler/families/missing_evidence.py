@@ -26,5 +26,9 @@ def _cap(m: Moment, row: dict[str, Any]) -> tuple[tuple[str, ...], int] | None:
     return release_group(m, row, moments.RELEASE_CAP)  # outside a release: never capped
 
 
-family(FamilySpec(Family.MISSING_EVIDENCE, priority=1, cap_group=_cap, doc=__doc__ or ""))
+def _missing(m: Moment) -> list[str]:
+    return [m.subject]  # the item the archive names and cannot supply
+
+
+family(FamilySpec(Family.MISSING_EVIDENCE, priority=1, cap_group=_cap, doc=__doc__ or "", missing=_missing))
 _ = SKIP  # no subject is skipped by this family

@@ -25,4 +25,4 @@ def _cap(m: Moment, row: dict[str, Any]) -> tuple[tuple[str, ...], int] | None:
     return None
 
 
-family(FamilySpec(Family.SOURCE_INTEGRITY, priority=0, cap_group=_cap, doc=__doc__ or ""))
+family(FamilySpec(Family.SOURCE_INTEGRITY, priority=0, cap_group=_cap, doc=__doc__ or "", contrasted=True))
