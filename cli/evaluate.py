@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from cli.app import cli, emit_json, progress_reporter, quiet_option
+
+if TYPE_CHECKING:
+    from voe.llm import Protocol, ResponseFormat
 
 
 def policy_names() -> list[str]:
@@ -70,8 +74,8 @@ class _PolicyOption(click.Option):
               help="Do not reuse answers from the shared response cache (VOE_CACHE_DIR/llm).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run info as JSON.")
 @quiet_option
-def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_url: str | None, protocol: str,
-            response_format: str, temperature: float, max_tokens: int | None, concurrency: int,
+def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_url: str | None, protocol: Protocol,
+            response_format: ResponseFormat, temperature: float, max_tokens: int | None, concurrency: int,
             max_requests: int | None, max_cost: float | None, prices: Path | None, timeout: float, resume: bool,
             no_cache: bool, as_json: bool, quiet: bool) -> None:
     """Run a policy over every task of a package through the replay environment.

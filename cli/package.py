@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cli.app import cli, emit_json, progress_reporter, quiet_option
 
+if TYPE_CHECKING:
+    from voe.llm import ResponseFormat
 
-def _model_client(spec: str, option: str, base_url: str | None, response_format: str) -> Any:
+
+def _model_client(spec: str, option: str, base_url: str | None, response_format: ResponseFormat) -> Any:
     from voe.errors import UsageError
     from voe.llm import Budget, ChatClient, ResponseCache, Settings, default_cache_dir
 
@@ -22,7 +25,7 @@ def _model_client(spec: str, option: str, base_url: str | None, response_format:
                       budget=Budget(), prices={})
 
 
-def _annotator(spec: str | None, base_url: str | None, response_format: str) -> Any:
+def _annotator(spec: str | None, base_url: str | None, response_format: ResponseFormat) -> Any:
     if spec is None:
         return None
     from compiler.annotate import LLMAnnotator
@@ -54,7 +57,7 @@ def _judge(spec: str | None, base_url: str | None) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @quiet_option
 def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, judge: str | None,
-                base_url: str | None, response_format: str, as_json: bool, quiet: bool) -> None:
+                base_url: str | None, response_format: ResponseFormat, as_json: bool, quiet: bool) -> None:
     """Compile realized-only decision tasks from the graph into a versioned task package.
 
     Each subject item of the graph becomes one decision (compiler/moments.py): a packet whose

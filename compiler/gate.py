@@ -13,7 +13,7 @@ import hashlib
 import random
 import re
 from collections import Counter
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -33,9 +33,13 @@ FOLDS = 5
 WORD = re.compile(r"[a-z0-9]+")
 
 
+GateKind = Literal["reference", "null", "probe", "text_probe"]
+GATE_KIND: dict[str, GateKind] = {"reference": "reference", "baseline": "null", "probe": "probe"}  # by policy kind
+
+
 class GateRow(BaseModel):
     policy: str
-    kind: str  # reference | null | probe | text_probe
+    kind: GateKind
     valid: int
     tasks: int
     rate: float
@@ -124,14 +128,14 @@ def run_gate(views: list[TaskView], evidence: dict[str, EvidenceObject], answers
     n = len(views)
     rows: list[GateRow] = []
 
-    def add(name: str, kind: str, valid: int, limit: float | None) -> None:
+    def add(name: str, kind: GateKind, valid: int, limit: float | None) -> None:
         rate = valid / n if n else 0.0
         ok = valid == n if kind == "reference" else (limit is None or rate <= limit)  # no limit: recorded only
         rows.append(GateRow(policy=name, kind=kind, valid=valid, tasks=n, rate=round(rate, 4), limit=limit, passed=ok))
 
     for spec in specs("reference", "baseline", "probe"):  # the registry's order: reference, baselines, probes
         valid = sum(episode(env, v, answers[v.task_id], spec.act, reads_answer=spec.reads_answer) for v in views)
-        kind = {"reference": "reference", "baseline": "null", "probe": "probe"}[spec.kind]
+        kind = GATE_KIND[spec.kind]
         add(spec.short, kind, valid, None if spec.gate != "limit" else PROBE_LIMIT)
     for name, by, limit in (("text_nn", "workflow", TEXT_LIMIT), ("text_nn_random_folds", "random", None),
                             ("text_extension", "workflow", PROBE_LIMIT), ("text_extension_loo", "task", None)):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -69,7 +69,7 @@ class Verdict(BaseModel):
 
 class CalibrationCase(BaseModel):
     id: str
-    expect: str  # accept | reject
+    expect: Literal["accept", "reject"]
     broken: str | None = None  # the criterion a reject breaks
     note: str
     input: dict[str, Any]

@@ -4,7 +4,7 @@ verifier-only and lives in a separate file of the package."""
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -71,6 +71,11 @@ class ObservedFact(Strict):
     source: dict[str, Any] | None = None
 
 
+# archived: the object is in the archive; referenced: a record the archive names and resolves elsewhere;
+# unavailable: no acquisition path
+EvidenceStatus = Literal["archived", "referenced", "unavailable"]
+
+
 class EvidenceObject(Strict):
     """What a request returns: the archived object (`archived`), a record reference the archive names and
     resolves elsewhere (`referenced`), or `unavailable` (no acquisition path), with what the archive itself
@@ -78,7 +83,7 @@ class EvidenceObject(Strict):
     the compiler: no defect kind, rule name or defect list (DESIGN §4)."""
 
     evidence_id: str
-    status: str  # archived | referenced | unavailable
+    status: EvidenceStatus
     kind: str | None = None
     title: str | None = None
     record: str | None = None

@@ -33,7 +33,7 @@ from voe import __version__
 from voe.errors import InputError
 from voe.graph import EdgeRow, Graph, NodeRow
 from voe.ontology import Label, Rel
-from voe.versions import PACKAGE_VERSION, check
+from voe.versions import PACKAGE_VERSION, check, write_schemas
 
 COMPILER_VERSION = f"voe-compiler/{__version__}"
 
@@ -144,9 +144,8 @@ def compile_package(graph: Graph, out: Path, annotator: Annotator | None = None,
     content_hash = hashlib.sha256(b"".join(hashlib.sha256(files[n]).digest() for n in sorted(files))).hexdigest()
     for name, data in files.items():
         (out / name).write_bytes(data)
-    (out / "schema").mkdir(exist_ok=True)
-    for name, model in (("task", TaskView), ("evidence", EvidenceObject), ("answer", TaskAnswer), ("manifest", Manifest)):
-        (out / "schema" / f"{name}.schema.json").write_text(json.dumps(model.model_json_schema(), indent=2, sort_keys=True))
+    write_schemas(out, "package", (("task", TaskView), ("evidence", EvidenceObject), ("answer", TaskAnswer),
+                                   ("manifest", Manifest)))
     families = dict(sorted(Counter(a.family.value for a in answers).items()))
     by_item = Counter(e for a in answers for e in set(a.binding))
     decisions = len({a.decision for a in answers})

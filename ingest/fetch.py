@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel, Field
@@ -66,9 +66,14 @@ class FetchError(VoeError):
     """The record's metadata could not be fetched at all."""
 
 
+# ok: checked against the record; unverified: no usable checksum; exists: already in place; skipped: not
+# included or over --max-bytes; failed: not in place (see error)
+FileStatus = Literal["ok", "unverified", "exists", "skipped", "failed"]
+
+
 class FileResult(BaseModel):
     filepath: str
-    status: str  # ok | unverified | exists | skipped | failed
+    status: FileStatus
     bytes: int = 0  # size under the final name
     received: int = 0  # body bytes that arrived for this file in this run (all attempts)
     attempts: int = 0

@@ -10,13 +10,17 @@ three in a row end the episode as `duplicate_loop`) and `horizon_exhausted`.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from compiler.models import REQUESTS, TERMINALS, Action, EvidenceObject, TaskView
 
 DUPLICATE_LIMIT = 3
+
+
+Outcome = Literal["revealed", "unavailable", "duplicate", "parse_error", "off_menu", "terminal"]
+End = Literal["running", "terminal", "horizon_exhausted", "duplicate_loop"]  # running: not ended yet
 
 
 class StepRecord(BaseModel):
@@ -27,7 +31,7 @@ class StepRecord(BaseModel):
     action: str | None = None
     evidence_id: str | None = None
     payload: list[str] | None = None
-    outcome: str  # revealed | unavailable | duplicate | parse_error | off_menu | terminal
+    outcome: Outcome
     observation: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -40,7 +44,7 @@ class TrajectorySummary(BaseModel):
     requested: list[str]
     terminal_class: str | None
     payload: list[str]
-    end: str  # terminal | horizon_exhausted | duplicate_loop
+    end: End
     plumbing: dict[str, int]
     request_steps: int = 0  # every request action issued, duplicates and off-menu ones included
 
@@ -65,7 +69,7 @@ class ReplayEnv:
                                          end="running", plumbing=self.plumbing)
         return task.model_dump(mode="json")
 
-    def _record(self, raw: Any, outcome: str, **kw: Any) -> StepRecord:
+    def _record(self, raw: Any, outcome: Outcome, **kw: Any) -> StepRecord:
         rec = StepRecord(trajectory_id=self.tid, task_id=self.task.task_id, t=self.t, raw=raw, outcome=outcome, **kw)
         self.steps.append(rec)
         self.t += 1
@@ -106,7 +110,7 @@ class ReplayEnv:
             self.dup_run = 0
             self.requested.append(eid)
             obj = self.evidence.get(eid) or EvidenceObject(evidence_id=eid, status="unavailable")
-            outcome = "unavailable" if obj.status == "unavailable" else "revealed"
+            outcome: Outcome = "unavailable" if obj.status == "unavailable" else "revealed"
             return self._finish_if_horizon(self._record(raw, outcome, action=name, evidence_id=eid,
                                                         observation=obj.model_dump(mode="json")))
         if name in {a.value for a in TERMINALS}:
@@ -131,7 +135,7 @@ class ReplayEnv:
             return rec, self._end("horizon_exhausted")
         return rec, False
 
-    def _end(self, how: str) -> bool:
+    def _end(self, how: End) -> bool:
         self.done = True
         self.summary.end = how
         self.summary.steps = self.t

@@ -25,7 +25,7 @@ from replay.env import ReplayEnv, StepRecord, TrajectorySummary
 from replay.policies import NO_ANSWER
 from replay.registry import Policy, get
 from voe.errors import UsageError
-from voe.versions import RUN_SCHEMA_VERSION
+from voe.versions import RUN_SCHEMA_VERSION, write_schemas
 
 
 class RunInfo(BaseModel):
@@ -79,10 +79,7 @@ def python_policy(spec: str) -> Policy:
 
 def write_run_schemas(out: Path) -> None:
     """The JSON Schemas of run.json, steps.jsonl and trajectories.jsonl, beside them in schema/."""
-    (out / "schema").mkdir(parents=True, exist_ok=True)
-    for name, model in (("run", RunInfo), ("step", StepRecord), ("trajectory", TrajectorySummary)):
-        (out / "schema" / f"{name}.schema.json").write_text(json.dumps(model.model_json_schema(), indent=2,
-                                                                       sort_keys=True) + "\n")
+    write_schemas(out, "run", (("run", RunInfo), ("step", StepRecord), ("trajectory", TrajectorySummary)))
 
 
 def write_run_files(out: Path, steps: list[StepRecord], summaries: list[TrajectorySummary]) -> None:

@@ -13,7 +13,7 @@ from verifiers.graph_verify import read_jsonl, verify_run
 from verifiers.metrics import TrajectoryScore, score_trajectory, summarize
 from voe.errors import InputError
 from voe.graph import Graph
-from voe.versions import RUN_SCHEMA_VERSION, SCORES_SCHEMA_VERSION, check
+from voe.versions import RUN_SCHEMA_VERSION, SCORES_SCHEMA_VERSION, check, write_schemas
 
 
 def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[TrajectoryScore]]:
@@ -49,9 +49,7 @@ def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[Traject
         summary["usage"] = {k: info.get(k) for k in ("calls", "tokens_in", "tokens_out", "cost")}
     (run_dir / "scores.jsonl").write_text("".join(json.dumps(s.model_dump()) + "\n" for s in scores))
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (run_dir / "schema").mkdir(exist_ok=True)
-    (run_dir / "schema" / "score.schema.json").write_text(
-        json.dumps(TrajectoryScore.model_json_schema(), indent=2, sort_keys=True) + "\n")
+    write_schemas(run_dir, "scores", (("score", TrajectoryScore),))
     return summary, scores
 
 

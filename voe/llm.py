@@ -16,7 +16,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -35,6 +35,10 @@ class BudgetExhausted(VoeError):
     """The run reached --max-requests or --max-cost; what finished is kept, `--resume` goes on from there."""
 
 
+Protocol = Literal["tools", "json"]  # tools: one function per action; json: one JSON object per turn
+ResponseFormat = Literal["json_schema", "json_object", "json_object_schema", "none"]  # how JSON is requested
+
+
 class Settings(BaseModel):
     """What decides a model's answer besides the conversation: part of the cache key and of run.json."""
 
@@ -42,8 +46,8 @@ class Settings(BaseModel):
     temperature: float = 0.0
     max_tokens: int | None = None
     seed: int | None = None
-    protocol: str = "tools"  # tools | json
-    response_format: str = "json_schema"  # json protocol only: json_schema | json_object | none
+    protocol: Protocol = "tools"
+    response_format: ResponseFormat = "json_schema"  # the json protocol only
 
 
 class Price(BaseModel):

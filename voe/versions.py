@@ -5,12 +5,21 @@ artifact, refused with a clear message when this voe does not read its version).
   run     (run.json `schema_version`)              run.json, steps.jsonl, trajectories.jsonl
   scores  (summary.json `schema_version`)          summary.json, scores.jsonl
 
-The JSON Schema of each file is in the package's schema/ folder (written by `voe compile`).
+A JSON Lines file carries no version of its own: its lines are read only together with the header file
+beside them (manifest.json, run.json, summary.json), and that file's version is theirs. The JSON Schema of
+each file is in the folder's schema/ (written by the command that writes the folder), with `$id`
+`urn:voe:schema:<kind>:<version>:<name>` and the version as `x-voe-schema-version`, so a schema taken out of its
+folder still says which version it describes.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from voe.errors import InputError
 
@@ -19,6 +28,16 @@ RUN_SCHEMA_VERSION = 1
 SCORES_SCHEMA_VERSION = 1
 
 _MAKE = {"package": "voe compile", "run": "voe run", "scores": "voe score"}
+VERSION = {"package": PACKAGE_VERSION, "run": RUN_SCHEMA_VERSION, "scores": SCORES_SCHEMA_VERSION}
+
+
+def write_schemas(folder: Path, kind: str, models: Iterable[tuple[str, type[BaseModel]]]) -> None:
+    """schema/<name>.schema.json for each model, stamped with the kind's version."""
+    (folder / "schema").mkdir(parents=True, exist_ok=True)
+    for name, model in models:
+        schema = {"$id": f"urn:voe:schema:{kind}:{VERSION[kind]}:{name}", "x-voe-schema-version": VERSION[kind],
+                  **model.model_json_schema()}
+        (folder / "schema" / f"{name}.schema.json").write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")
 
 
 def check(kind: str, found: Any, expected: int, path: str) -> None:

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from compiler.package import load_package
@@ -38,6 +39,23 @@ def test_every_artifact_is_versioned_and_other_versions_are_refused(package: Pat
     assert {p.name for p in (run / "schema").iterdir()} == {"run.schema.json", "step.schema.json",
                                                             "trajectory.schema.json", "score.schema.json"}
     load_scored(run)
+    # each schema names its version, and the lines of the files beside it are instances of it
+    checked = 0
+    for folder, kind, version, pairs in ((package, "package", PACKAGE_VERSION, (("task", "tasks.jsonl"),
+                                                                              ("evidence", "evidence.jsonl"),
+                                                                              ("answer", "answers.jsonl"))),
+                                         (run, "run", RUN_SCHEMA_VERSION, (("step", "steps.jsonl"),
+                                                                          ("trajectory", "trajectories.jsonl"))),
+                                         (run, "scores", SCORES_SCHEMA_VERSION, (("score", "scores.jsonl"),))):
+        for name, data in pairs:
+            schema = json.loads((folder / "schema" / f"{name}.schema.json").read_text())
+            assert schema["$id"] == f"urn:voe:schema:{kind}:{version}:{name}"
+            assert schema["x-voe-schema-version"] == version
+            validator = jsonschema.Draft202012Validator(schema)
+            for line in (folder / data).read_text().splitlines()[:50]:
+                validator.validate(json.loads(line))
+                checked += 1
+    assert checked > 100
 
     newer = tmp_path / "pkg-newer"
     shutil.copytree(package, newer)
