@@ -187,7 +187,7 @@ def report_cmd(runs: tuple[Path, ...], out: Path, against: Path | None) -> None:
       voe report out/run-reference out/run-random --out out/report --against out/run-random
     """
     from verifiers.metrics import paired
-    from verifiers.report import write_report
+    from verifiers.report import NO_PLOTS, write_report
     from verifiers.score import load_scored
 
     scored = [load_scored(r) for r in runs]  # what `voe score` wrote: no Neo4j needed
@@ -197,3 +197,5 @@ def report_cmd(runs: tuple[Path, ...], out: Path, against: Path | None) -> None:
         pairs = [{**paired(s, base), "against": base_summary["policy"]} for _, s in scored]
     path = write_report([s for s, _ in scored], out, pairs)
     click.echo(f"report written to {path}")
+    if "Plots not drawn" in path.read_text():
+        click.echo(f"note: plots not drawn: {NO_PLOTS}", err=True)

@@ -23,12 +23,8 @@ def _clustered(rate: dict[str, Any]) -> str:
 
 def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[str, Any]] | None = None) -> Path:
     """The report of scored runs; `paired` holds each run's paired difference of validity against a chosen run
-    (`voe report --against`), in the order of `summaries`."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    (`voe report --against`), in the order of `summaries`. The plots need matplotlib (the `report` extra); without
+    it the report holds the tables and says how to get the plots."""
     out.mkdir(parents=True, exist_ok=True)
     head = ["policy", "tasks x passes", "evidence-grounded valid (95% CI)", "clustered 95% CI", "action valid",
             "useful precision", "evidence regret", "cost score", "over-submit"]
@@ -53,6 +49,50 @@ def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[s
 
     def md(h: list[str], r: list[list[str]]) -> str:
         return "\n".join(["| " + " | ".join(h) + " |", "|" + "---|" * len(h)] + ["| " + " | ".join(x) + " |" for x in r])
+
+    drawn = _plots(summaries, families, out)
+    images_md = ("![validity](validity.png)\n\n![by family](by_family.png)" if drawn else
+                 f"Plots not drawn: {NO_PLOTS}.")
+    images_html = ("<p><img src=validity.png> <img src=by_family.png></p>" if drawn else
+                   f"<p>Plots not drawn: {html.escape(NO_PLOTS)}.</p>")
+
+    text = "\n\n".join([
+        "# voe run report", "## Headline", md(head, rows), "## By family (evidence-grounded valid, 95% CI)",
+        md(fam_head, fam_rows), "## Failure codebook (trajectories per label)", md(code_head, code_rows),
+        "## Model usage", md(usage_head, usage_rows),
+        *(["## Paired difference of validity (per task, mean over passes)", md(pair_head, pair_rows)] if paired else []),
+        images_md,
+        "Definitions: `verifiers/metrics.py`. Intervals: Student-t over passes (Wilson for one pass); `*` marks a "
+        "zero-width interval: the policy scored the same on every pass. The clustered interval (cluster-robust "
+        "standard error by workflow, exact t quantile) accounts for tasks that share items and decisions.", ""])
+    (out / "report.md").write_text(text)
+
+    def table(h: list[str], r: list[list[str]]) -> str:
+        cells = "".join(f"<th>{html.escape(x)}</th>" for x in h)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in r)
+        return f"<table border=1 cellpadding=4><tr>{cells}</tr>{body}</table>"
+
+    (out / "report.html").write_text(
+        "<!doctype html><meta charset=utf-8><title>voe run report</title><h1>voe run report</h1>"
+        f"<h2>Headline</h2>{table(head, rows)}<h2>By family</h2>{table(fam_head, fam_rows)}"
+        f"<h2>Failure codebook</h2>{table(code_head, code_rows)}<h2>Model usage</h2>{table(usage_head, usage_rows)}"
+        + (f"<h2>Paired difference of validity</h2>{table(pair_head, pair_rows)}" if paired else "") +
+        images_html)
+    (out / "summaries.json").write_text(json.dumps(summaries, indent=2) + "\n")
+    return out / "report.md"
+
+
+NO_PLOTS = "matplotlib is not installed (pip install 'voe[report]')"
+
+
+def _plots(summaries: list[dict[str, Any]], families: list[str], out: Path) -> bool:
+    """validity.png/.svg and by_family.png; False when matplotlib is not installed."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 3.5))
     names = [s["policy"] for s in summaries]
@@ -80,28 +120,4 @@ def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[s
     fig.tight_layout()
     fig.savefig(out / "by_family.png", dpi=120)
     plt.close(fig)
-
-    text = "\n\n".join([
-        "# voe run report", "## Headline", md(head, rows), "## By family (evidence-grounded valid, 95% CI)",
-        md(fam_head, fam_rows), "## Failure codebook (trajectories per label)", md(code_head, code_rows),
-        "## Model usage", md(usage_head, usage_rows),
-        *(["## Paired difference of validity (per task, mean over passes)", md(pair_head, pair_rows)] if paired else []),
-        "![validity](validity.png)\n\n![by family](by_family.png)",
-        "Definitions: `verifiers/metrics.py`. Intervals: Student-t over passes (Wilson for one pass); `*` marks a "
-        "zero-width interval: the policy scored the same on every pass. The clustered interval (cluster-robust "
-        "standard error by workflow, exact t quantile) accounts for tasks that share items and decisions.", ""])
-    (out / "report.md").write_text(text)
-
-    def table(h: list[str], r: list[list[str]]) -> str:
-        cells = "".join(f"<th>{html.escape(x)}</th>" for x in h)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in r)
-        return f"<table border=1 cellpadding=4><tr>{cells}</tr>{body}</table>"
-
-    (out / "report.html").write_text(
-        "<!doctype html><meta charset=utf-8><title>voe run report</title><h1>voe run report</h1>"
-        f"<h2>Headline</h2>{table(head, rows)}<h2>By family</h2>{table(fam_head, fam_rows)}"
-        f"<h2>Failure codebook</h2>{table(code_head, code_rows)}<h2>Model usage</h2>{table(usage_head, usage_rows)}"
-        + (f"<h2>Paired difference of validity</h2>{table(pair_head, pair_rows)}" if paired else "") +
-        "<p><img src=validity.png> <img src=by_family.png></p>")
-    (out / "summaries.json").write_text(json.dumps(summaries, indent=2) + "\n")
-    return out / "report.md"
+    return True
