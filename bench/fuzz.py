@@ -18,7 +18,10 @@ imports and what the worker kept from earlier inputs), and `grew` the most one i
 from. `budget` counts the `parse.budget` defects the inputs produced.
 
     python bench/fuzz.py [--per-parser 10000] [--seed 0] [--timeout 60] [--jobs 2] [--parsers csv,pdf]
-                         [--save DIR] [--json]
+                         [--save DIR] [--journal FILE] [--json]
+
+With --journal, every result is appended to FILE as it arrives and a rerun with the same FILE and settings goes
+on where the last one stopped (the long profile takes hours on two cores).
 
 Exit 1 on any crash or timeout; the inputs that failed are written to --save (default a temp folder) with the
 parser, seed file and index that regenerate them.
@@ -669,23 +672,35 @@ class Pool:
 
 def run(per_parser: int, seed: int = 0, timeout: float = 60.0, jobs: int = 2, parsers: tuple[str, ...] = PARSERS,
         max_seed_bytes: int = 1 << 20, save: Path | None = None, progress: bool = False,
-        max_input: int = MAX_INPUT, limits: dict[str, str] | None = None) -> dict[str, Any]:
+        max_input: int = MAX_INPUT, limits: dict[str, str] | None = None,
+        journal: Path | None = None) -> dict[str, Any]:
     """Fuzz `per_parser` inputs for each parser; the summary per parser, and every crash and timeout. `max_input`
     caps the size of a mutated input and `limits` sets `VOE_LIMIT_*` in the workers (the quick profile keeps inputs
-    and budgets small); by default the workers parse under the default budgets."""
+    and budgets small); by default the workers parse under the default budgets. With a `journal` (JSON Lines, one
+    result per input as it arrives) an interrupted run goes on where it stopped: inputs already in the journal are
+    not run again, their results count (an input's bytes depend only on the seed and its index)."""
     sys.path.insert(0, str(REPO))
     seeds = load_seeds(max_seed_bytes)
     stats = {p: Stats(p) for p in parsers if seeds.get(p)}
     tasks = [(p, i) for i in range(per_parser) for p in stats]  # interleaved: a slow parser does not starve the rest
+    settings = {"seed": seed, "timeout": timeout, "max_input": max_input, "limits": dict(limits or {}),
+                "max_seed_bytes": max_seed_bytes}
+    resumed = _read_journal(journal, settings, stats, per_parser) if journal is not None else set()
+    tasks = [t for t in tasks if t not in resumed]
     pool = Pool(jobs, {p: seeds[p] for p in stats}, seed, max_input, dict(limits or {}))
     done = [0]
     start = time.monotonic()
+
+    log = journal.open("a") if journal is not None else None
 
     def on_result(parser: str, index: int, result: dict[str, Any]) -> None:
         if "seed_file" not in result:  # the worker was killed: say what the input was
             base, data, ops = make_input(seeds[parser], parser, seed, index, max_input)
             result.update(seed_file=base.name, ops=ops, size=len(data))
         stats[parser].add(index, result)
+        if log is not None:
+            log.write(json.dumps({"parser": parser, "index": index, "result": result}, default=str) + "\n")
+            log.flush()
         if result["outcome"] in ("crash", "timeout") and save is not None:
             base, data, ops = make_input(seeds[parser], parser, seed, index, max_input)
             save.mkdir(parents=True, exist_ok=True)
@@ -698,13 +713,38 @@ def run(per_parser: int, seed: int = 0, timeout: float = 60.0, jobs: int = 2, pa
         pool.run(tasks, timeout, on_result)
     finally:
         pool.close()
+        if log is not None:
+            log.close()
     return {"seed": seed, "per_parser": per_parser, "timeout": timeout, "jobs": jobs, "max_input": max_input,
             "limits": dict(limits or {}),
-            "seconds": round(time.monotonic() - start, 1),
+            "seconds": round(time.monotonic() - start, 1), "resumed_inputs": len(resumed),
             "seeds": {p: [s.name for s in seeds[p]] for p in stats},
             "parsers": [stats[p].summary() for p in stats],
             "failures": [{"parser": p, **{k: v for k, v in f.items() if k != "defects"}}
                          for p in stats for f in stats[p].crashes + stats[p].timeouts]}
+
+
+def _read_journal(journal: Path, settings: dict[str, Any], stats: dict[str, Stats],
+                  per_parser: int) -> set[tuple[str, int]]:
+    """The inputs a journal already holds, added to `stats`; a journal of other settings is refused."""
+    done: set[tuple[str, int]] = set()
+    if not journal.exists():
+        journal.write_text(json.dumps({"settings": settings}) + "\n")
+        return done
+    with journal.open() as fh:
+        first = json.loads(fh.readline() or "{}")
+        if first.get("settings") != settings:
+            sys.exit(f"{journal}: written with other settings ({first.get('settings')}); use another journal")
+        for line in fh:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:  # the last line of a run killed mid-write
+                continue
+            key = (row["parser"], int(row["index"]))
+            if key[0] in stats and key[1] < per_parser and key not in done:
+                done.add(key)
+                stats[key[0]].add(key[1], row["result"])
+    return done
 
 
 def main() -> int:
@@ -717,6 +757,7 @@ def main() -> int:
     ap.add_argument("--max-seed-bytes", type=int, default=1 << 20, help="seeds larger than this are left out")
     ap.add_argument("--max-input", type=int, default=MAX_INPUT, help="mutated inputs are cut to this many bytes")
     ap.add_argument("--save", type=Path, default=Path(tempfile.gettempdir()) / "voe-fuzz-failures")
+    ap.add_argument("--journal", type=Path, help="JSON Lines of every result; a rerun with it resumes where it stopped")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     parsers = tuple(p for p in args.parsers.split(",") if p)
@@ -724,12 +765,13 @@ def main() -> int:
     if unknown:
         ap.error(f"unknown parser(s) {sorted(unknown)}; known: {', '.join(PARSERS)}")
     report = run(args.per_parser, args.seed, args.timeout, args.jobs, parsers, args.max_seed_bytes, args.save,
-                 progress=not args.json, max_input=args.max_input)
+                 progress=not args.json, max_input=args.max_input, journal=args.journal)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         print(f"seed {report['seed']}, {report['per_parser']} inputs per parser, {report['jobs']} workers, "
-              f"limit {report['timeout']} s per input, {report['seconds']} s in all")
+              f"limit {report['timeout']} s per input, {report['seconds']} s in all"
+              + (f" ({report['resumed_inputs']} inputs from the journal)" if report["resumed_inputs"] else ""))
         print(f"{'parser':<16}{'inputs':>8}{'crashes':>9}{'timeouts':>10}{'max s':>9}{'median s':>10}{'peak MiB':>10}"
               f"{'grew MiB':>10}{'budget':>8}")
         for s in report["parsers"]:

@@ -77,10 +77,13 @@ def entry_kind(mode: int) -> str:
     return "other"
 
 
-def list_entries(root: Path) -> dict[str, str]:
-    """Every entry under root, as POSIX paths relative to it, with what it is (`entry_kind`). One walk
-    instead of a stat per component (records list up to hundreds of thousands of components, mostly not
-    held); symlinks are listed as `symlink` and never followed, so nothing outside root is listed."""
+def list_entries(root: Path, skip: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Every entry under root, as POSIX paths relative to it, with what it is (`entry_kind`). The one folder walk
+    of ingest (NERDm record folders, plain folders, the empty-folder check): one scandir per folder instead of a
+    stat per component (records list up to hundreds of thousands of components, mostly not held); symlinks are
+    listed as `symlink` and never followed, so nothing outside root is listed. Entries named in `skip` are left
+    out, folders with their contents. An entry that cannot be examined is listed as a file: reading it then
+    reports why."""
     found: dict[str, str] = {}
     stack = [("", str(root))]
     while stack:
@@ -91,6 +94,8 @@ def list_entries(root: Path) -> dict[str, str]:
             continue
         with it:
             for entry in it:
+                if entry.name in skip:
+                    continue
                 rel = prefix + entry.name
                 try:
                     if entry.is_symlink():
@@ -102,7 +107,7 @@ def list_entries(root: Path) -> dict[str, str]:
                     else:
                         kind = entry_kind(entry.stat(follow_symlinks=False).st_mode)
                 except OSError:
-                    kind = "other"
+                    kind = "file"
                 found[rel] = kind
                 if kind == "dir":
                     stack.append((rel + "/", entry.path))
@@ -113,6 +118,12 @@ def canonical_json(value: Any) -> bytes:
     """The bytes a SourceLocation's span hash is taken over: RFC 8785 (JCS; voe/canonical.py), the one canonical
     JSON of every hash voe publishes."""
     return canonical(value)
+
+
+def walk_order(relpath: str) -> tuple[tuple[str, ...], str]:
+    """Top-down walk order with names sorted: a folder's own entries, then its subfolders' (os.walk's order)."""
+    *parents, name = relpath.split("/")
+    return tuple(parents), name
 
 
 def list_files(root: Path) -> set[str]:

@@ -22,20 +22,19 @@ held (`status: "not_a_regular_file"`, `entry_type` what it is) with a `not_a_reg
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
 from ingest import ids
 from ingest.builder import BuilderCore, Origin, RecordGraph, _stamp
 from ingest.evidence import evidence_kind
-from ingest.files import SPECIAL_NAMES, LocalBytes, NotRegularFile, entry_kind, hash_file
+from ingest.files import SPECIAL_NAMES, LocalBytes, NotRegularFile, hash_file, list_entries, walk_order
 from ingest.releases import ParsedFile, is_changelog, release_evidence
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ontology import Label, Rel
 
-SKIP = {".git", "__pycache__", ".DS_Store"}
+SKIP = frozenset({".git", "__pycache__", ".DS_Store"})
 SIDECAR_SUFFIX = ".sha256"
 
 
@@ -53,14 +52,6 @@ def distinct_folder_ark(root: Path) -> str:
 
 def is_sidecar(relpath: str) -> bool:
     return relpath.lower().endswith(SIDECAR_SUFFIX)
-
-
-def _lkind(path: str) -> str:
-    """What the entry itself is (lstat: a symlink is a symlink), see ingest.files.entry_kind."""
-    try:
-        return entry_kind(os.lstat(path).st_mode)
-    except OSError:
-        return "file"  # vanished or unreadable: hashing it reports why
 
 
 class FolderBuilder(BuilderCore):
@@ -83,20 +74,11 @@ class FolderBuilder(BuilderCore):
     def build(self) -> RecordGraph:
         arch = ids.archive_id("local")
         self.g.nodes.append(NodeRow(arch, (Label.ARCHIVE,), {"host": "local", "name": "Local files"}))
-        files: list[str] = []
-        dirs: list[str] = []
-        special: dict[str, str] = {}  # symlinks (to files or folders), FIFOs, sockets, devices: never opened
-        for dirpath, dirnames, filenames in os.walk(self.root):  # does not descend into symlinked folders
-            rel = os.path.relpath(dirpath, self.root)
-            prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-            linked = {d for d in dirnames if d not in SKIP and os.path.islink(os.path.join(dirpath, d))}
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP and d not in linked)
-            dirs.extend(prefix + d for d in dirnames)
-            for name in sorted(linked | {f for f in filenames if f not in SKIP}):
-                files.append(prefix + name)
-                kind = "symlink" if name in linked else _lkind(os.path.join(dirpath, name))
-                if kind != "file":
-                    special[prefix + name] = kind
+        entries = list_entries(self.root, SKIP)  # symlinked folders are listed as symlinks, never entered
+        dirs = sorted((rel for rel, kind in entries.items() if kind == "dir"), key=walk_order)
+        files = sorted((rel for rel, kind in entries.items() if kind != "dir"), key=walk_order)
+        # symlinks (to files or folders), FIFOs, sockets, devices: never opened
+        special = {rel: kind for rel, kind in entries.items() if kind not in ("file", "dir")}
         self.g.nodes.append(NodeRow(self.rec_id, (Label.RECORD,), self._owned({
             "ark": self.ark, "title": self.g.title, "provenance": self.provenance, "source_path": str(self.root.name),
             "source_root": self.g.source_root, "component_count": len(files) + len(dirs), "ingest_state": "writing",
