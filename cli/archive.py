@@ -105,9 +105,11 @@ def fetch(record: str, into: Path, include: tuple[str, ...], max_bytes: int | No
     from ingest.fetch import as_json as report_json
     from ingest.fetch import fetch as do_fetch
 
-    report = do_fetch(record, into, include=list(include) or None, max_bytes=max_bytes, base_url=base_url,
-                      retries=retries, timeout=timeout, file_deadline=file_deadline, deadline=deadline,
-                      progress=progress_reporter(quiet).say)
+    reporter = progress_reporter(quiet)
+    with reporter.bar("fetch", 0, "B") as bar:
+        report = do_fetch(record, into, include=list(include) or None, max_bytes=max_bytes, base_url=base_url,
+                          retries=retries, timeout=timeout, file_deadline=file_deadline, deadline=deadline,
+                          progress=reporter.say, bytes_bar=bar.update)
     if as_json:
         emit_json(report_json(report))
     else:

@@ -91,7 +91,7 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
                     click.echo(f"error: {err.path}: {err.message}", err=True)
                 sys.exit(2)
         summary = compile_package(graph, out, annotator=_annotator(annotator, base_url, response_format),
-                                  judge=_judge(judge, base_url))
+                                  judge=_judge(judge, base_url), progress=progress_reporter(quiet))
     if as_json:
         emit_json(summary.model_dump())
     else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,7 +81,11 @@ class Annotator:
     name = TEMPLATE
     model: str | None = None
 
-    def annotate(self, candidates: list[Candidate]) -> dict[str, Framing | str]:
+    def annotate(self, candidates: list[Candidate], done: Callable[[], None] | None = None) -> dict[str, Framing | str]:
+        """A framing per moment (or the reason there is none); `done` is called once per moment framed."""
+        for _ in candidates:
+            if done is not None:
+                done()
         return {c.moment_id: c.template for c in candidates}
 
 
@@ -97,13 +102,19 @@ class LLMAnnotator(Annotator):
     def settings_json(self) -> str:
         return self.client.settings.model_dump_json()
 
-    def annotate(self, candidates: list[Candidate]) -> dict[str, Framing | str]:
+    def annotate(self, candidates: list[Candidate], done: Callable[[], None] | None = None) -> dict[str, Framing | str]:
         """A framing per moment, or the reason there is none (the endpoint failed, or the reply is not a
         framing): such a moment is rejected with rule `annotation.invalid`."""
         async def main() -> dict[str, Framing | str]:
             gate = asyncio.Semaphore(self.concurrency)
 
             async def one(c: Candidate) -> tuple[str, Framing | str]:
+                framed = await frame(c)
+                if done is not None:
+                    done()
+                return framed
+
+            async def frame(c: Candidate) -> tuple[str, Framing | str]:
                 async with gate:
                     fmt = _format(self.client.settings.response_format)
                     try:

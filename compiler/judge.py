@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -143,13 +144,17 @@ class Judge:
         except (ValueError, ValidationError) as exc:
             return key, Verdict(criteria={}, accept=False, error=f"not a verdict: {str(exc).splitlines()[0][:200]}")
 
-    def judge_all(self, inputs: dict[str, dict[str, Any]]) -> dict[str, Verdict]:
+    def judge_all(self, inputs: dict[str, dict[str, Any]], done: Callable[[], None] | None = None) -> dict[str, Verdict]:
+        """A verdict per input; `done` is called once per verdict."""
         async def main() -> dict[str, Verdict]:
             gate = asyncio.Semaphore(self.concurrency)
 
             async def bounded(k: str, v: dict[str, Any]) -> tuple[str, Verdict]:
                 async with gate:
-                    return await self._one(k, v)
+                    verdict = await self._one(k, v)
+                if done is not None:
+                    done()
+                return verdict
             try:
                 return dict(await asyncio.gather(*(bounded(k, v) for k, v in inputs.items())))
             finally:

@@ -33,6 +33,7 @@ from voe import __version__
 from voe.errors import InputError
 from voe.graph import EdgeRow, Graph, NodeRow
 from voe.ontology import Label, Rel
+from voe.progress import Progress
 from voe.versions import PACKAGE_VERSION, check, write_schemas
 
 COMPILER_VERSION = f"voe-compiler/{__version__}"
@@ -86,15 +87,18 @@ class Audit:
 
 
 def compile_package(graph: Graph, out: Path, annotator: Annotator | None = None,
-                    judge: Judge | None = None) -> CompileSummary:
+                    judge: Judge | None = None, progress: Progress | None = None) -> CompileSummary:
     """Compile the graph's decision moments into a package. `annotator` frames each moment (default: the
     deterministic template); a model's framings pass the deterministic filters and then, with `judge`, the
     calibrated judge. Raises CalibrationFailed (exit 1) before anything is written when the judge fails its
-    calibration."""
+    calibration. `progress` (voe.progress) gets a message per stage and a bar over the moments framed and
+    judged (the long part with a model)."""
+    progress = progress or Progress(enabled=False)
     settle(graph)  # a record being swapped in by an ingest is read once it is whole
     annotator = annotator or Annotator()
     audit = Audit(annotator, judge)
     if judge is not None:
+        progress.say(f"calibrating the judge {judge.model}")
         audit.calibration, _ = judge.calibrate()
         _store_calibration(graph, audit.calibration)
         if not audit.calibration.passed:
@@ -104,7 +108,8 @@ def compile_package(graph: Graph, out: Path, annotator: Annotator | None = None,
                 + ", ".join(audit.calibration.misclassified) + "; it is not used and nothing was compiled")
     cat = load_catalog(graph)
     moments = find_moments(graph, cat)
-    pairs = _frame(moments, cat, annotator, judge, audit)
+    progress.say(f"{len(moments)} decision moments in {len({m.workflow for m in moments})} workflows")
+    pairs = _frame(moments, cat, annotator, judge, audit, progress)
     seen: set[str] = set()
     views: list[TaskView] = []
     answers: list[TaskAnswer] = []
@@ -149,6 +154,7 @@ def compile_package(graph: Graph, out: Path, annotator: Annotator | None = None,
     families = dict(sorted(Counter(a.family.value for a in answers).items()))
     by_item = Counter(e for a in answers for e in set(a.binding))
     decisions = len({a.decision for a in answers})
+    progress.say(f"release gate: {len(views)} tasks through the reference, the baselines and the probes")
     gate = run_gate(views, {e.evidence_id: e for e in evidence}, {a.task_id: a for a in answers})
     counts: dict[str, Any] = {"rejected": len(rejected), "tasks": len(views),
                               "workflows": len({v.workflow_id for v in views}), "families": families,
@@ -174,11 +180,12 @@ def compile_package(graph: Graph, out: Path, annotator: Annotator | None = None,
 
 
 def _frame(moments: list[Moment], cat: Any, annotator: Annotator, judge: Judge | None,
-           audit: Audit) -> list[tuple[TaskView, TaskAnswer]]:
+           audit: Audit, progress: Progress) -> list[tuple[TaskView, TaskAnswer]]:
     """Each moment framed by the annotator; a model framing that fails a filter or the judge is rejected (and
     noted); the template's framing goes straight on to the compiler's own admission checks."""
     candidates = [candidate(m, cat) for m in moments]
-    framings = annotator.annotate(candidates)
+    with progress.bar("frame", len(candidates), "moments") as bar:
+        framings = annotator.annotate(candidates, done=bar.advance)
     known = set(cat.rows)
     pairs: list[tuple[TaskView, TaskAnswer]] = []
     for m, c in zip(moments, candidates, strict=True):
@@ -200,7 +207,8 @@ def _frame(moments: list[Moment], cat: Any, annotator: Annotator, judge: Judge |
             audit.rejected.append((view, answer, failures))
     if judge is not None and pairs:
         inputs = {v.task_id: judge_input(v, a, cat.objects) for v, a in pairs}
-        verdicts = judge.judge_all(inputs)
+        with progress.bar("judge", len(inputs), "tasks") as bar:
+            verdicts = judge.judge_all(inputs, done=bar.advance)
         kept = []
         for v, a in pairs:
             verdict = verdicts[v.task_id]

@@ -155,6 +155,15 @@ class _Run:
     file_seconds: float
     unsized_cap: int
     budget: int | None  # what is left of --max-bytes
+    # bytes: called with (body bytes arrived in this run, bytes the wanted files declare) as they arrive
+    bytes_bar: Callable[[int, int], None] | None = None
+    arrived: int = 0
+    expected: int = 0
+
+    def count(self, n: int) -> None:
+        self.arrived += n
+        if self.bytes_bar is not None:
+            self.bytes_bar(self.arrived, max(self.expected, self.arrived))
 
     def clock(self) -> _Clock:
         at = time.monotonic() + self.file_seconds
@@ -170,7 +179,10 @@ def base_url_from_env(explicit: str | None) -> str:
 def fetch(record: str, into: Path, *, include: list[str] | None = None, max_bytes: int | None = None,
           base_url: str | None = None, retries: int = 4, timeout: float = 30.0, backoff: float = 0.5,
           deadline: float = DEADLINE, file_deadline: float = FILE_DEADLINE, record_cap: int = RECORD_CAP,
-          unsized_cap: int = UNSIZED_CAP, progress: Callable[[str], None] | None = None) -> FetchReport:
+          unsized_cap: int = UNSIZED_CAP, progress: Callable[[str], None] | None = None,
+          bytes_bar: Callable[[int, int], None] | None = None) -> FetchReport:
+    """`progress` gets a line per file; `bytes_bar` (arrived, expected) the body bytes as they arrive, against the
+    sizes the wanted files declare."""
     say = progress or (lambda _m: None)
     base = base_url_from_env(base_url)
     started = time.perf_counter()
@@ -179,7 +191,7 @@ def fetch(record: str, into: Path, *, include: list[str] | None = None, max_byte
     run = _Run(base=base, origins=_allowed_origins(base), retries=retries, timeout=timeout, backoff=backoff,
                run_clock=_Clock(time.monotonic() + deadline, f"run deadline ({deadline:g} s)", run=True),
                file_seconds=file_deadline, unsized_cap=unsized_cap,
-               budget=max_bytes if max_bytes is None else max(0, max_bytes))
+               budget=max_bytes if max_bytes is None else max(0, max_bytes), bytes_bar=bytes_bar)
     into.mkdir(parents=True, exist_ok=True)
     tmp = into / PART_DIR
     try:
@@ -215,6 +227,8 @@ def _fetch_files(run: _Run, rec_id: str, into: Path, tmp: Path, include: list[st
     files = [c for c in doc["components"] if isinstance(c, dict) and _is_file(c)]
     wanted = [c for c in files if not include or any(fnmatch.fnmatch(_filepath(c), g) for g in include)]
     problems = _path_problems([_filepath(c) for c in wanted])
+    run.expected = sum(_size(c) or 0 for c in wanted)
+    run.count(0)
     keep = {_part_name(_filepath(c), _size(c), _checksum(c)[0]) for c in files}
     root = into.resolve()
     for n, comp in enumerate(wanted, start=1):
@@ -383,6 +397,7 @@ def _attempt(run: _Run, url: str, part: Path, size: int | None, resumable: bool,
                 fh.write(chunk)
                 written += len(chunk)
                 result.received += len(chunk)
+                run.count(len(chunk))
                 if run.budget is not None:
                     run.budget -= len(chunk)
                 if written > cap:

@@ -56,15 +56,28 @@ class Bar:
             self.total = total
         self.draw()
 
+    def _amount(self, n: float) -> str:
+        if self.unit != "B":
+            return f"{n:.0f}" if isinstance(n, int) else f"{n:.1f}"
+        for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if n >= size:
+                return f"{n / size:.1f} {unit}"
+        return f"{n:.0f} B"
+
+    def _count(self) -> str:
+        """`3/10 paths`, or for bytes `1.5 MiB/12.0 MiB`."""
+        if self.unit == "B":
+            return f"{self._amount(self.done)}/{self._amount(self.total)}"
+        return f"{self.done}/{self.total}" + (f" {self.unit}" if self.unit else "")
+
     def _line(self) -> str:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         rate = self.done / elapsed
-        unit = f" {self.unit}" if self.unit else ""
         width = 24
-        filled = int(width * self.done / self.total) if self.total else width
+        filled = min(width, int(width * self.done / self.total)) if self.total else width
         eta = f", {max(self.total - self.done, 0) / rate:.0f} s left" if rate > 0 and self.done < self.total else ""
-        return (f"{self.label} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}{unit} "
-                f"({rate:.1f}/s{eta})")
+        per_s = f"{self._amount(rate)}/s" if self.unit == "B" else f"{rate:.1f}/s"
+        return f"{self.label} [{'#' * filled}{'.' * (width - filled)}] {self._count()} ({per_s}{eta})"
 
     def draw(self, force: bool = False) -> None:
         p = self.progress
@@ -80,9 +93,7 @@ class Bar:
         p = self.progress
         if p.enabled:
             elapsed = time.monotonic() - self.started
-            unit = f" {self.unit}" if self.unit else ""
-            p.stream.write(("\r\x1b[K" if p.tty else "") + f"{self.label}: {self.done}/{self.total}{unit} in "
-                           f"{elapsed:.1f} s\n")
+            p.stream.write(("\r\x1b[K" if p.tty else "") + f"{self.label}: {self._count()} in {elapsed:.1f} s\n")
             p.stream.flush()
         if p._bar is self:
             p._bar = None

@@ -377,6 +377,11 @@ def test_cli_compile_with_archive_ingests_first_and_prints_the_summary(
                             "content_hash", "out"}
     # mds2-2106 was already in the graph: re-ingesting it is a no-op, so the package is the same
     assert summary["content_hash"] == compiled["summary"].content_hash
+    # progress on stderr (not a terminal: one line per stage and per finished bar), --json notwithstanding
+    lines = proc.stderr.splitlines()
+    assert any(ln.endswith("workflows") and "decision moments in" in ln for ln in lines), proc.stderr
+    assert any(ln.startswith("frame: ") and " moments in " in ln for ln in lines), proc.stderr
+    assert any(ln.startswith("release gate: ") for ln in lines), proc.stderr
 
 
 def test_every_admission_decision_is_in_the_graph(compiled: dict[str, Any]) -> None:

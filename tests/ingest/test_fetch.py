@@ -4,6 +4,7 @@ injects faults: timeouts, 5xx, truncated bodies, wrong bytes, a 404."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -154,6 +155,14 @@ def test_unknown_record_and_cli_exit_codes(pdr: PDR, tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     out = json.loads(proc.stdout)
     assert out["failed"] == 1 and out["files"][0]["error"].startswith("HTTP 404")
+    pdr.faults = {}
+    proc = subprocess.run([sys.executable, "-m", "cli", "fetch", RECORD, "--into", str(tmp_path / "d"),
+                           "--include", CSV_A, "--base-url", pdr.url], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    size = (tmp_path / "d" / CSV_A).stat().st_size
+    # one line per file, then the byte bar's line (not a terminal): what arrived against what was declared
+    assert f"{CSV_A}: ok ({size} B" in proc.stderr
+    assert re.search(r"^fetch: [\d.]+ (B|KiB|MiB)/[\d.]+ (B|KiB|MiB) in [\d.]+ s$", proc.stderr, re.M), proc.stderr
 
 
 def test_a_filepath_that_escapes_into_is_refused(pdr: PDR, tmp_path: Path, archives: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from voe.progress import Progress
@@ -38,6 +39,17 @@ def test_a_terminal_gets_a_bar_redrawn_in_place() -> None:
     assert "\r\x1b[Kingest [############............] 1/2 paths" in text
     assert "cleaned x\n" in text and text.rstrip().splitlines()[-1].endswith("s")
     assert "ingest: 2/2 paths in " in text
+
+
+def test_a_byte_bar_counts_in_binary_units() -> None:
+    out = Tty()
+    p = Progress(stream=out)
+    with p.bar("fetch", 0, "B") as bar:
+        time.sleep(0.11)  # the bar redraws at most ten times a second
+        bar.update(1536, 3 << 20)
+        bar.update(3 << 20, 3 << 20)
+    text = out.getvalue()
+    assert "fetch [" in text and "] 1.5 KiB/3.0 MiB (" in text and "fetch: 3.0 MiB/3.0 MiB in " in text
 
 
 def test_quiet_prints_nothing(tmp_path: Path) -> None:
