@@ -146,6 +146,7 @@ def test_max_bytes_skips_what_would_overflow(pdr: PDR, tmp_path: Path) -> None:
     assert report.bytes <= 1000
 
 
+@pytest.mark.slow
 def test_unknown_record_and_cli_exit_codes(pdr: PDR, tmp_path: Path) -> None:
     with pytest.raises(FetchError, match="404"):
         fetch("mds2-0000", tmp_path / "x", base_url=pdr.url, backoff=0)

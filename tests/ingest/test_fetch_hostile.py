@@ -415,6 +415,7 @@ def test_something_in_the_way_on_disk_fails_that_file(pdr: Hostile, tmp_path: Pa
 
 
 # ------------------------------------------------------------------------------------------- CLI
+@pytest.mark.slow
 def test_cli_deadline_options_summary_and_exit_code(pdr: Hostile, tmp_path: Path) -> None:
     pdr.add(comp("drip.bin", BODY), BODY, "drip")
     pdr.add(comp("nosum.bin", BIG, algo=None), BIG)

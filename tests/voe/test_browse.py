@@ -113,6 +113,7 @@ def _query_file(name: str) -> str:
     return queries.load(f"browser/{name}")
 
 
+@pytest.mark.slow
 def test_the_browser_bundle_adds_style_and_guide_and_is_rebuilt_only_when_they_change(tmp_path: Path) -> None:
     import zipfile
 

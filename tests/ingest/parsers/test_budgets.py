@@ -168,6 +168,7 @@ def test_streamed_workbooks_give_the_facts_the_full_loader_gave(archives: Path) 
         assert got == want, path.name
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_the_largest_real_workbook_streams_in_seconds(archives: Path) -> None:
     path = archives / "ambench-releases/AMBench2022/MetadataModel/Model/XLSX/AM-Bench 2022 Measurements.xlsx"
@@ -195,6 +196,7 @@ def test_a_csv_line_of_a_million_fields_stops_at_the_facts_budget(tmp_path: Path
     assert parsed.facts[-1].locator == "L3:C996"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_csv_line_of_a_million_fields_finishes_under_the_default_budgets(tmp_path: Path) -> None:
     start = time.monotonic()
@@ -279,6 +281,7 @@ def _zeros(n: int) -> bytes:
     return b"".join(z.compress(chunk) for _ in range(n >> 20)) + z.flush()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_pdf_stream_that_inflates_past_the_budget_is_not_decoded(tmp_path: Path) -> None:
     bomb = _zeros(200 << 20)  # 200 MiB of zeros: about 200 KB compressed
@@ -300,6 +303,7 @@ def test_a_pdf_stream_under_the_budget_is_decoded_as_before(tmp_path: Path, monk
     assert [f.text for f in parsed.facts if f.kind == "pdf_line"] == ["kept"] and parsed.defects == []
 
 
+@pytest.mark.slow
 def test_pages_content_and_characters_are_budgeted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _raw_pdf(tmp_path / "many.pdf", [_text(f"page {n} " + "x" * 50) for n in range(1, 11)])
     monkeypatch.setenv("VOE_LIMIT_PAGES_PER_PDF", "4")
@@ -333,6 +337,7 @@ def test_a_damaged_pdf_whose_fallback_scan_passes_the_token_budget_is_not_opened
     assert "cannot be opened within its budgets" in defect.detail
 
 
+@pytest.mark.slow
 def test_pdf_table_cells_read_through_the_index_equal_text_in_box(tmp_path: Path) -> None:
     import pdfplumber
 
@@ -373,6 +378,7 @@ def test_pdfminer_warnings_go_to_the_voe_logger(tmp_path: Path, caplog: pytest.L
     assert logging.getLogger("pdfminer").propagate is False
 
 
+@pytest.mark.slow
 def test_pdfminer_warnings_do_not_reach_stderr(tmp_path: Path) -> None:
     """In a fresh interpreter (pytest's own log capture would hide a library printing to stderr)."""
     path = _raw_pdf(tmp_path / "w.pdf", [zlib.compress(WARNING_PDF)])
