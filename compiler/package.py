@@ -32,6 +32,7 @@ from ingest.loader import settle
 from voe import __version__
 from voe.errors import InputError
 from voe.graph import EdgeRow, Graph, NodeRow
+from voe.jsonl import dump_models
 from voe.ontology import Label, Rel
 from voe.progress import Progress
 from voe.versions import PACKAGE_VERSION, check, write_schemas
@@ -52,11 +53,6 @@ class CompileSummary(BaseModel):
     largest_item_group: int
     gate_passed: bool
     gate: list[dict[str, Any]]
-
-
-def _jsonl(models: list[Any]) -> bytes:
-    return b"".join(json.dumps(m.model_dump(mode="json"), sort_keys=True, ensure_ascii=False).encode() + b"\n"
-                    for m in models)
 
 
 class Audit:
@@ -145,7 +141,8 @@ def compile_package(graph: Graph, out: Path, annotator: Annotator | None = None,
     graph_hash = hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
 
     out.mkdir(parents=True, exist_ok=True)
-    files = {"tasks.jsonl": _jsonl(views), "evidence.jsonl": _jsonl(evidence), "answers.jsonl": _jsonl(answers)}
+    files = {"tasks.jsonl": dump_models(views), "evidence.jsonl": dump_models(evidence),
+             "answers.jsonl": dump_models(answers)}
     content_hash = hashlib.sha256(b"".join(hashlib.sha256(files[n]).digest() for n in sorted(files))).hexdigest()
     for name, data in files.items():
         (out / name).write_bytes(data)

@@ -21,7 +21,6 @@ from rdflib.collection import Collection
 from rdflib.namespace import RDF, XSD
 
 from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
-from compiler.package import _jsonl
 from export.jsonld import (
     ACT,
     ANSWERS,
@@ -41,6 +40,7 @@ from export.jsonld import (
     validate,
 )
 from voe.errors import InputError, VoeError
+from voe.jsonl import dump_models
 
 V = rdflib.Namespace(VOE)
 A = rdflib.Namespace(VOEA)
@@ -248,7 +248,8 @@ def import_package(crate: Path, out: Path) -> Path:
                          path=str(crate))
 
     # written exactly as compiler.package.compile_package writes them
-    files = {"tasks.jsonl": _jsonl(views), "evidence.jsonl": _jsonl(evidence), "answers.jsonl": _jsonl(answers)}
+    files = {"tasks.jsonl": dump_models(views), "evidence.jsonl": dump_models(evidence),
+             "answers.jsonl": dump_models(answers)}
     digest = hashlib.sha256(b"".join(hashlib.sha256(files[n]).digest() for n in sorted(files))).hexdigest()
     manifest = Manifest(package_version=tasks.integer(package, V.packageVersion),
                         compiler_version=tasks.text(package, V.compilerVersion),

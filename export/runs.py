@@ -21,6 +21,7 @@ from compiler.models import Manifest, TaskView
 from export.jsonld import ID, _package_iri, action_iri, context, iri, read_json, tree
 from replay.env import StepRecord, TrajectorySummary
 from voe.errors import InputError
+from voe.jsonl import read_jsonl
 from voe.versions import RUN_SCHEMA_VERSION, check
 
 
@@ -42,14 +43,14 @@ class LoadedRun:
             raise InputError("a run of the reference policy replays the verifier-only answers; export it only with "
                              "--include-answers", path=str(run_dir))
         self.info = info
-        self.steps = [StepRecord.model_validate(r) for r in _jsonl(run_dir / "steps.jsonl")]
-        self.trajectories = [TrajectorySummary.model_validate(r) for r in _jsonl(run_dir / "trajectories.jsonl")]
+        self.steps = [StepRecord.model_validate(r) for r in read_jsonl(run_dir / "steps.jsonl")]
+        self.trajectories = [TrajectorySummary.model_validate(r) for r in read_jsonl(run_dir / "trajectories.jsonl")]
         unknown = sorted({t.task_id for t in self.trajectories} - tasks)
         if unknown:
             raise InputError(f"the run has trajectories of tasks the package does not hold ({', '.join(unknown[:3])})",
                              path=str(run_dir))
         scores = run_dir / "scores.jsonl"
-        self.scores = _jsonl(scores) if include_answers and scores.is_file() else None
+        self.scores = read_jsonl(scores) if include_answers and scores.is_file() else None
         if include_answers and self.scores is None:
             raise InputError("the run has no verdicts yet (no scores.jsonl); score it with `voe score` first, or "
                              "export it without --include-answers", path=str(run_dir))
@@ -57,20 +58,6 @@ class LoadedRun:
     @property
     def iri(self) -> str:
         return ID + "run/" + quote(str(self.info["run_id"]), safe="")
-
-
-def _jsonl(path: Path) -> list[Any]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InputError(f"cannot read ({exc.strerror or exc})", path=str(path)) from exc
-    rows = []
-    for n, line in enumerate(lines, 1):
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"line {n} is not JSON ({exc})", path=str(path)) from exc
-    return rows
 
 
 def load_runs(run_dirs: list[Path], manifest: Manifest, views: list[TaskView], include_answers: bool) -> list[LoadedRun]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
 from voe.graph import EdgeRow, Graph, NodeRow
+from voe.jsonl import read_jsonl
 from voe.ontology import Label, Rel
 
 
@@ -20,10 +20,6 @@ class Verdict(BaseModel):
     payload_bound: bool
     grounded: bool
     valid: bool
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
 def write_run(graph: Graph, run_dir: Path) -> str:

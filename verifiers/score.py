@@ -9,10 +9,11 @@ from typing import Any
 
 from compiler.package import load_package
 from ingest.loader import settle
-from verifiers.graph_verify import read_jsonl, verify_run
+from verifiers.graph_verify import verify_run
 from verifiers.metrics import TrajectoryScore, score_trajectory, summarize
 from voe.errors import InputError
 from voe.graph import Graph
+from voe.jsonl import read_jsonl
 from voe.versions import RUN_SCHEMA_VERSION, SCORES_SCHEMA_VERSION, check, write_schemas
 
 

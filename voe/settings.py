@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -18,41 +19,31 @@ DEFAULT_NEO4J_URI = "bolt://127.0.0.1:7687"
 DEFAULT_PDR_BASE_URL = "https://data.nist.gov"
 
 
-def _env(name: str) -> AliasChoices:
-    return AliasChoices(name)
+def var(name: str, default: Any, description: str) -> Any:
+    """A setting read from the environment variable `name` (and nothing else)."""
+    return Field(default=default, validation_alias=AliasChoices(name), description=description)
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_ignore_empty=True, extra="ignore", case_sensitive=True,
                                       populate_by_name=False)
 
-    neo4j_uri: str = Field(default=DEFAULT_NEO4J_URI, validation_alias=_env("NEO4J_URI"),
-                           description="the Neo4j every command talks to")
-    neo4j_user: str = Field(default="neo4j", validation_alias=_env("NEO4J_USER"), description="Neo4j user name")
-    neo4j_password: SecretStr | None = Field(default=None, validation_alias=_env("NEO4J_PASSWORD"),
-                                             description="Neo4j password (the local server runs without auth)")
-    neo4j_database: str = Field(default="neo4j", validation_alias=_env("NEO4J_DATABASE"), description="database name")
-    voe_cache_dir: Path | None = Field(default=None, validation_alias=_env("VOE_CACHE_DIR"),
-                                       description="Neo4j jars, local instances and the LLM response cache")
-    xdg_cache_home: Path | None = Field(default=None, validation_alias=_env("XDG_CACHE_HOME"),
-                                        description="the cache root when VOE_CACHE_DIR is unset")
-    voe_schema_dir: Path | None = Field(default=None, validation_alias=_env("VOE_SCHEMA_DIR"),
-                                        description="NERDm JSON schemas for offline validation")
-    voe_xsd_dir: Path | None = Field(default=None, validation_alias=_env("VOE_XSD_DIR"),
-                                     description="AM Bench XSDs for XML validation")
-    voe_pdr_base_url: str = Field(default=DEFAULT_PDR_BASE_URL, validation_alias=_env("VOE_PDR_BASE_URL"),
-                                  description="where `voe fetch` downloads from")
-    java_home: Path | None = Field(default=None, validation_alias=_env("JAVA_HOME"), description="the Java that runs Neo4j")
-    openai_base_url: str | None = Field(default=None, validation_alias=_env("OPENAI_BASE_URL"),
-                                        description="the endpoint of `--policy openai:MODEL`, the annotator and judge")
-    openai_api_key: SecretStr | None = Field(default=None, validation_alias=_env("OPENAI_API_KEY"),
-                                             description="its key (never written to a run folder, cache or log)")
-    voe_prices: Path | None = Field(default=None, validation_alias=_env("VOE_PRICES"),
-                                    description="price table for agent runs' cost (`--prices`)")
-    source_date_epoch: str | None = Field(default=None, validation_alias=_env("SOURCE_DATE_EPOCH"),
-                                          description="`voe export`'s datePublished (reproducible builds)")
-    voe_fault_at: str | None = Field(default=None, validation_alias=_env("VOE_FAULT_AT"),
-                                     description="test hook: kill an ingest at this step")
+    neo4j_uri: str = var("NEO4J_URI", DEFAULT_NEO4J_URI, "the Neo4j every command talks to")
+    neo4j_user: str = var("NEO4J_USER", "neo4j", "Neo4j user name")
+    neo4j_password: SecretStr | None = var("NEO4J_PASSWORD", None, "Neo4j password (the local server runs without auth)")
+    neo4j_database: str = var("NEO4J_DATABASE", "neo4j", "database name")
+    voe_cache_dir: Path | None = var("VOE_CACHE_DIR", None, "Neo4j jars, local instances and the LLM response cache")
+    xdg_cache_home: Path | None = var("XDG_CACHE_HOME", None, "the cache root when VOE_CACHE_DIR is unset")
+    voe_schema_dir: Path | None = var("VOE_SCHEMA_DIR", None, "NERDm JSON schemas for offline validation")
+    voe_xsd_dir: Path | None = var("VOE_XSD_DIR", None, "AM Bench XSDs for XML validation")
+    voe_pdr_base_url: str = var("VOE_PDR_BASE_URL", DEFAULT_PDR_BASE_URL, "where `voe fetch` downloads from")
+    java_home: Path | None = var("JAVA_HOME", None, "the Java that runs Neo4j")
+    openai_base_url: str | None = var("OPENAI_BASE_URL", None,
+                                      "the endpoint of `--policy openai:MODEL`, the annotator and judge")
+    openai_api_key: SecretStr | None = var("OPENAI_API_KEY", None, "its key (never written to a run folder, cache or log)")
+    voe_prices: Path | None = var("VOE_PRICES", None, "price table for agent runs' cost (`--prices`)")
+    source_date_epoch: str | None = var("SOURCE_DATE_EPOCH", None, "`voe export`'s datePublished (reproducible builds)")
+    voe_fault_at: str | None = var("VOE_FAULT_AT", None, "test hook: kill an ingest at this step")
 
     @property
     def cache_dir(self) -> Path:

@@ -105,3 +105,24 @@ def release_group(m: Moment, row: dict[str, Any], cap: int) -> tuple[tuple[str, 
     if row["provenance"] == "release_notes":
         return ("release", m.workflow, str(row.get("release_status"))), cap
     return None
+
+
+def clean_cap(per_workflow: str) -> CapGroup:
+    """The cap of a family of clean submissions: a release's items in the release group, the others per workflow
+    and family, at most `compiler.moments.<per_workflow>` of them (read when capping, so it can be changed)."""
+
+    def cap(m: Moment, row: dict[str, Any]) -> tuple[tuple[str, ...], int] | None:
+        from compiler import moments
+
+        return (release_group(m, row, moments.RELEASE_CAP)
+                or (("clean", m.workflow, m.family.value), int(getattr(moments, per_workflow))))
+
+    return cap
+
+
+def submit_packet(family: Family, s: Subject) -> Moment:
+    """Submit exactly the packet (the subject and its support), after pulling all of it: every item binds, is
+    needed and useful."""
+    packet = [s.evidence_id, *s.support]
+    return Moment(family, s.workflow, s.evidence_id, s.support, packet, packet, packet, Action.SUBMIT_RISK_PACKET,
+                  packet, packet, packet)

@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from compiler.families.base import FamilySpec, Moment, Skip, Subject, family, release_group, rule
-from compiler.models import Action, Family
+from compiler.families.base import FamilySpec, Moment, Skip, Subject, clean_cap, family, rule, submit_packet
+from compiler.models import Family
 
 
 @rule(Family.CALIBRATION_SUFFICIENCY, "calibrated", rank=50)
@@ -15,16 +13,8 @@ def calibrated(s: Subject) -> Moment | Skip | None:
         return None
     if sum(s.cat.rows[x]["kind"] == "calibration_artifact" for x in s.support) < 2:
         return None
-    binding = [s.evidence_id, *s.support]
-    return Moment(Family.CALIBRATION_SUFFICIENCY, s.workflow, s.evidence_id, s.support, binding, binding, binding,
-                  Action.SUBMIT_RISK_PACKET, binding, binding, binding)
+    return submit_packet(Family.CALIBRATION_SUFFICIENCY, s)
 
 
-def _cap(m: Moment, row: dict[str, Any]) -> tuple[tuple[str, ...], int] | None:
-    from compiler import moments
-
-    return (release_group(m, row, moments.RELEASE_CAP)
-            or (("clean", m.workflow, m.family.value), moments.CALIBRATION_PER_WORKFLOW))
-
-
-family(FamilySpec(Family.CALIBRATION_SUFFICIENCY, priority=2, cap_group=_cap, doc=__doc__ or ""))
+family(FamilySpec(Family.CALIBRATION_SUFFICIENCY, priority=2, cap_group=clean_cap("CALIBRATION_PER_WORKFLOW"),
+                  doc=__doc__ or ""))

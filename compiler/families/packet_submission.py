@@ -4,9 +4,7 @@ unavailable"), and a clean archived subject with clean support."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from compiler.families.base import SKIP, FamilySpec, Moment, Skip, Subject, family, release_group, rule
+from compiler.families.base import SKIP, FamilySpec, Moment, Skip, Subject, clean_cap, family, rule, submit_packet
 from compiler.models import Action, Family
 
 
@@ -36,16 +34,7 @@ def renamed(s: Subject) -> Moment | Skip | None:
 def clean(s: Subject) -> Moment | Skip | None:
     if s.cat.objects[s.evidence_id].status != "archived":
         return None
-    binding = [s.evidence_id, *s.support]
-    return Moment(Family.PACKET_SUBMISSION, s.workflow, s.evidence_id, s.support, binding, binding, binding,
-                  Action.SUBMIT_RISK_PACKET, binding, binding, binding)
+    return submit_packet(Family.PACKET_SUBMISSION, s)
 
 
-def _cap(m: Moment, row: dict[str, Any]) -> tuple[tuple[str, ...], int] | None:
-    from compiler import moments
-
-    return (release_group(m, row, moments.RELEASE_CAP)
-            or (("clean", m.workflow, m.family.value), moments.CLEAN_PER_WORKFLOW))
-
-
-family(FamilySpec(Family.PACKET_SUBMISSION, priority=3, cap_group=_cap, doc=__doc__ or ""))
+family(FamilySpec(Family.PACKET_SUBMISSION, priority=3, cap_group=clean_cap("CLEAN_PER_WORKFLOW"), doc=__doc__ or ""))

@@ -23,9 +23,10 @@ from ingest import ingest_paths
 from ingest.defects import RULES, DefectKind
 from replay.registry import specs
 from replay.runner import run_policy
-from verifiers.graph_verify import read_jsonl, verify_run
+from verifiers.graph_verify import verify_run
 from verifiers.score import score_run
 from voe.graph import Graph
+from voe.jsonl import read_jsonl
 
 SOURCES = ["mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template", "FACTS.md", "ambench-releases"]
 BASELINES = ["reference", "request_everything", "submit_all", "refuse_all", "random"]

@@ -243,14 +243,22 @@ def test_broken_export_fails_with_a_readable_report(exported: tuple[Path, Export
 
 
 def test_export_of_an_invalid_package_fails_and_writes_no_crate(package: Path, tmp_path: Path) -> None:
-    pkg = tmp_path / "pkg"
-    shutil.copytree(package, pkg)
-    lines = (pkg / "evidence.jsonl").read_text().splitlines()
-    first = json.loads(lines[0])
-    first["status"] = "misplaced"
-    (pkg / "evidence.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
-    with pytest.raises(ExportInvalid, match="EvidenceStatus"):
-        export_package(pkg, tmp_path / "out")
+    def broken(name: str, field: str, value: object) -> Path:
+        pkg = tmp_path / f"pkg-{field}"
+        shutil.copytree(package, pkg)
+        lines = (pkg / name).read_text().splitlines()
+        first = json.loads(lines[0])
+        first[field] = value
+        (pkg / name).write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+        return pkg
+
+    # what the package's own schema refuses is refused as the package is read, before any JSON-LD is made
+    with pytest.raises(InputError, match="do not match the package schema.*EvidenceObject"):
+        export_package(broken("evidence.jsonl", "status", "misplaced"), tmp_path / "out")
+    assert not (tmp_path / "out" / CRATE).exists()
+    # what only the export's shapes say (a horizon is at least 1) fails the SHACL validation
+    with pytest.raises(ExportInvalid, match="TaskHorizon"):
+        export_package(broken("tasks.jsonl", "horizon", 0), tmp_path / "out")
     assert not (tmp_path / "out" / CRATE).exists()
 
 

@@ -1,0 +1,36 @@
+"""One JSON Lines reader: what it cannot read is an input error naming the file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compiler.models import MenuEntry
+from voe.errors import InputError
+from voe.jsonl import dump_models, read_jsonl
+
+
+def test_blank_lines_are_skipped_and_a_bad_line_is_named(tmp_path: Path) -> None:
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"a": 1}\n\n[2]\n')
+    assert read_jsonl(good) == [{"a": 1}, [2]]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"a": 1}\n{"a": \n')
+    with pytest.raises(InputError, match="line 2 is not JSON") as err:
+        read_jsonl(bad)
+    assert str(bad) in str(err.value)
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(b'{"a": "\xb5m"}\n')
+    with pytest.raises(InputError, match="is not UTF-8"):
+        read_jsonl(latin)
+    with pytest.raises(InputError, match="cannot read"):
+        read_jsonl(tmp_path / "missing.jsonl")
+
+
+def test_models_are_written_with_sorted_keys_and_unicode_kept() -> None:
+    entry = MenuEntry(entry_id="E1", evidence_id="ev:1", kind="characterization", title="µm grid",
+                      request_action="request_characterization")
+    line = dump_models([entry])
+    assert line == ('{"entry_id": "E1", "evidence_id": "ev:1", "kind": "characterization", '
+                    '"request_action": "request_characterization", "title": "µm grid"}\n').encode()
