@@ -10,7 +10,7 @@ import hashlib
 import json
 import posixpath
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -188,6 +188,7 @@ class BuilderCore:
     provenance: str
     _entries: dict[str, str]  # what the folder holds (ingest.files.list_entries); symlinks listed, never followed
     _any_special: bool
+    on_document: Callable[[str], None] | None = None  # called with each held file's path before it is parsed
 
     def _fallback_origin(self) -> Origin:
         """Where the Record node's own values are reported."""
@@ -375,6 +376,8 @@ class BuilderCore:
     # -- payload contents ---------------------------------------------------------------------
     def document(self, path: Path, relpath: str, local: LocalBytes, subject: str) -> None:
         """Parse a held file by content; one SourceLocation per fact (IN_FILE the file), defects on `subject`."""
+        if self.on_document is not None:
+            self.on_document(relpath)
         parsed = parse_file(path, relpath)
         if parsed is None:
             return

@@ -172,11 +172,27 @@ def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | N
             pending = pool.submit(schemas.validate, builder.doc)
             late = lambda b=builder, p=pending: b.schema_defects(_violations(p, path, say))  # noqa: E731
         stage[0] = f"building the {kind} record"
+        builder.on_document = _files_progress(path, say)
         rg = builder.build()
         stage[0] = f"writing {rg.record_id} to the graph"
         counts = write_record(graph, rg, late)
         _account(rg, counts, t0, path, report, totals, say)
         stage[0] = "reading it"
+
+
+def _files_progress(path: Path, say: Callable[[str], None], every: float = 5.0) -> Callable[[str], None]:
+    """A line every few seconds while a record's held files are parsed (a record can hold thousands)."""
+    count = [0]
+    last = [time.monotonic()]
+
+    def seen(relpath: str) -> None:
+        count[0] += 1
+        now = time.monotonic()
+        if now - last[0] >= every:
+            last[0] = now
+            say(_clean(f"{path}: {count[0]} files parsed, now {relpath}"))
+
+    return seen
 
 
 def _violations(pending: Future[list[nerdm_schema.Violation]], path: Path,

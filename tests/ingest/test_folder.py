@@ -4,9 +4,13 @@ of a folder reports (small folders written in the test, real Neo4j)."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from ingest import ingest_paths
+from ingest.files import list_entries, walk_order
+from ingest.folder import SKIP, FolderBuilder
+from ingest.pipeline import _files_progress
 from tests.ingest.helpers import rows
 from voe.graph import Graph
 
@@ -111,3 +115,34 @@ def test_a_reingest_says_whether_it_replaced_the_record(graph: Graph, tmp_path: 
     values = rows(graph, "MATCH (l:SourceLocation {kind: 'csv_cell'}) RETURN l.text AS t ORDER BY l.locator")
     assert [v["t"] for v in values] == ["x", "y", "1", "5"]  # the old bytes' facts went with the old stamp
     assert [r["s"] for r in rows(graph, "MATCH (r:Record) RETURN r.ingest_stamp AS s")] == [rec.stamp]
+
+
+def test_the_walk_lists_in_os_walk_order_skips_tool_folders_and_reports_parsing(tmp_path: Path) -> None:
+    """No database: the folder builder's one walk (ingest.files.list_entries) and its progress callback."""
+    folder = tmp_path / "data"
+    for rel in ("b.txt", "a/z.txt", "a/b/c.txt", "a.txt", ".git/config", "sub/__pycache__/x.pyc"):
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(f"line of {rel}\n")
+    entries = list_entries(folder, SKIP)
+    files = sorted((r for r, k in entries.items() if k != "dir"), key=walk_order)
+    walked = [str(Path(d, f).relative_to(folder)).replace("\\", "/")
+              for d, dirs, fs in sorted_walk(folder) for f in fs]
+    assert files == walked == ["a.txt", "b.txt", "a/z.txt", "a/b/c.txt"]
+    builder = FolderBuilder(folder)
+    seen: list[str] = []
+    builder.on_document = seen.append
+    builder.build()
+    assert seen == files
+    said: list[str] = []
+    tick = _files_progress(folder, said.append, every=0)
+    for f in files:
+        tick(f)
+    assert said[-1] == f"{folder}: 4 files parsed, now a/b/c.txt"
+
+
+def sorted_walk(root: Path) -> list[tuple[str, list[str], list[str]]]:
+    out = []
+    for d, dirs, fs in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x not in SKIP)
+        out.append((d, dirs, sorted(f for f in fs if f not in SKIP)))
+    return out
