@@ -61,11 +61,13 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    from compiler.package import compile_package
+    from compiler.package import compile_package, load_package
+    from compiler.verdict import verdict
     from ingest import ingest_paths
     from replay.runner import run_policy
     from verifiers.graph_verify import write_run
     from voe.graph import Graph
+    from voe.jsonl import read_jsonl
 
     print(f"# machine: {platform.node()} {platform.machine()} cores={os.cpu_count()} python={platform.python_version()}",
           file=sys.stderr)
@@ -90,17 +92,28 @@ def main() -> None:
                 t2 = time.perf_counter()
                 verdicts = graph.query("verifiers/verify_trajectories", run_id=run_id)
                 query_s = time.perf_counter() - t2
+                # the same verdicts in process (compiler/verdict.py), from the same files the graph path reads
+                answers = load_package(p)[2]
+                t3 = time.perf_counter()
+                read_jsonl(out / "steps.jsonl")
+                checked = [verdict(tr["terminal_class"], tr["payload"], tr["requested"], answers[tr["task_id"]])
+                           for tr in read_jsonl(out / "trajectories.jsonl")]
+                python_s = time.perf_counter() - t3
                 row = {"package": name, "policy": policy, "episodes": info.trajectories,
                        "episodes_per_s": round(info.trajectories / run_s), "verified": len(verdicts),
                        "verify_query_trajectories_per_s": round(len(verdicts) / query_s),
                        "write_plus_verify_trajectories_per_s": round(len(verdicts) / (write_s + query_s)),
+                       "python_check_trajectories_per_s": round(len(checked) / python_s),
+                       "graph_over_python": round((write_s + query_s) / python_s, 1),
                        "peak_rss_mib": round(peak_rss_mib(), 1)}
                 if args.json:
                     print(json.dumps(row))
                 else:
                     print(f"{name:>8} {policy:>18}: {row['episodes']:>5} episodes at {row['episodes_per_s']:>6}/s; "
                           f"verify query {row['verify_query_trajectories_per_s']:>6} traj/s, with graph writes "
-                          f"{row['write_plus_verify_trajectories_per_s']:>5} traj/s; peak RSS {row['peak_rss_mib']} MiB")
+                          f"{row['write_plus_verify_trajectories_per_s']:>5} traj/s (in process "
+                          f"{row['python_check_trajectories_per_s']:>6} traj/s, {row['graph_over_python']}x); "
+                          f"peak RSS {row['peak_rss_mib']} MiB")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from compiler.moments import candidate, find_moments, load_catalog, materialize
 from ingest.loader import settle
 from voe import __version__
 from voe.errors import InputError
-from voe.graph import EdgeRow, Graph, NodeRow
+from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow
 from voe.jsonl import dump_models
 from voe.ontology import Label, Rel
 from voe.progress import Progress
@@ -226,8 +226,7 @@ def _store_calibration(graph: Graph, result: CalibrationResult) -> None:
         "model": result.model, "prompt_version": result.prompt_version, "cases": result.cases,
         "correct": result.correct, "misclassified": result.misclassified, "tolerance": result.tolerance,
         "passed": result.passed, "at": datetime.now(UTC).isoformat(timespec="seconds")})
-    with graph.writer() as w:
-        w.nodes([node])
+    graph.transact(lambda w: w.nodes([node]))
 
 
 def _calibration_id(result: CalibrationResult) -> str:
@@ -267,10 +266,12 @@ def _store_audit(graph: Graph, audit: Audit, package: str, stored: set[str]) -> 
             if audit.calibration is not None:
                 edges.append(EdgeRow(Rel.CALIBRATED_BY, vid, Label.JUDGE_VERDICT, _calibration_id(audit.calibration),
                                      Label.CALIBRATION))
-    with graph.writer() as w:
+    def work(w: GraphWriter) -> None:
         w.run("compiler/clear_annotations", package=package)
         w.nodes(nodes)
         w.edges(edges)
+
+    graph.transact(work)
 
 
 def gate_table(summary: CompileSummary) -> str:
@@ -349,10 +350,12 @@ def _store(graph: Graph, views: list[TaskView], answers: list[TaskAnswer], workf
             "family": a.family.value, "source_facts": a.source_facts, "admitted": False, "package": package,
             "rejection": reasons}))
         edges.append(EdgeRow(Rel.IN_WORKFLOW, a.moment_id, Label.DECISION_MOMENT, v.workflow_id, Label.WORKFLOW))
-    with graph.writer() as w:
+    def work(w: GraphWriter) -> None:
         w.run("compiler/clear_task_edges", task_ids=[v.task_id for v in views])
         w.nodes(nodes)
         w.edges(edges)
+
+    graph.transact(work)
 
 
 def load_package(pkg: Path) -> tuple[list[TaskView], dict[str, EvidenceObject], dict[str, TaskAnswer], Manifest]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
-from voe.graph import EdgeRow, Graph, NodeRow
+from voe.errors import OntologyViolation
+from voe.graph import Graph, GraphWriter, NodeRow
 from voe.jsonl import read_jsonl
 from voe.ontology import Label, Rel
 
@@ -22,32 +24,49 @@ class Verdict(BaseModel):
     valid: bool
 
 
+# the edges write_trajectories.cypher creates, checked against the ontology before anything is written
+WRITTEN_EDGES = ((Rel.IN_RUN, Label.TRAJECTORY, Label.RUN), (Rel.ATTEMPTS, Label.TRAJECTORY, Label.TASK),
+                 (Rel.HAS_STEP, Label.TRAJECTORY, Label.STEP), (Rel.TERMINATED_WITH, Label.TRAJECTORY, Label.STEP),
+                 (Rel.REQUESTED, Label.STEP, Label.EVIDENCE))
+BATCH_TRAJECTORIES = 2000
+
+
 def write_run(graph: Graph, run_dir: Path) -> str:
+    """Run, Trajectory and Step nodes with IN_RUN, ATTEMPTS, HAS_STEP, REQUESTED and TERMINATED_WITH, replacing
+    what an earlier scoring of the run wrote, in one transaction: the same nodes, properties and edges as the
+    generic writer would make, created in batches of whole trajectories."""
     info = json.loads((run_dir / "run.json").read_text())
     run_id = info["run_id"]
     steps = read_jsonl(run_dir / "steps.jsonl")
     trajectories = read_jsonl(run_dir / "trajectories.jsonl")
-    graph.execute("verifiers/clear_run", run_id=run_id)
-    nodes = [NodeRow(run_id, (Label.RUN,), {k: info[k] for k in ("policy", "passes", "seed", "content_hash", "tasks")})]
-    edges: list[EdgeRow] = []
-    for tr in trajectories:
-        nodes.append(NodeRow(tr["trajectory_id"], (Label.TRAJECTORY,), {
-            "task_id": tr["task_id"], "pass_index": tr["pass_index"], "policy": tr["policy"], "end": tr["end"],
-            "terminal_class": tr["terminal_class"], "payload": tr["payload"], "steps": tr["steps"]}))
-        edges.append(EdgeRow(Rel.IN_RUN, tr["trajectory_id"], Label.TRAJECTORY, run_id, Label.RUN))
-        edges.append(EdgeRow(Rel.ATTEMPTS, tr["trajectory_id"], Label.TRAJECTORY, tr["task_id"], Label.TASK))
+    for rel, src, dst in WRITTEN_EDGES:
+        graph.ontology.check_edge(rel, src, dst)
+    by_trajectory: dict[str, list[dict[str, Any]]] = {}
     for s in steps:
         sid = f"{s['trajectory_id']}#{s['t']}"
-        nodes.append(NodeRow(sid, (Label.STEP,), {"t": s["t"], "action": s["action"], "outcome": s["outcome"],
-                                                   "evidence_id": s["evidence_id"], "payload": s["payload"]}))
-        edges.append(EdgeRow(Rel.HAS_STEP, s["trajectory_id"], Label.TRAJECTORY, sid, Label.STEP))
-        if s["outcome"] in ("revealed", "unavailable"):
-            edges.append(EdgeRow(Rel.REQUESTED, sid, Label.STEP, s["evidence_id"], Label.EVIDENCE))
-        if s["outcome"] == "terminal":
-            edges.append(EdgeRow(Rel.TERMINATED_WITH, s["trajectory_id"], Label.TRAJECTORY, sid, Label.STEP))
-    with graph.writer() as w:
-        w.nodes(nodes)
-        w.edges(edges)
+        by_trajectory.setdefault(s["trajectory_id"], []).append({
+            "props": {"id": sid, "t": s["t"], "action": s["action"], "outcome": s["outcome"],
+                      "evidence_id": s["evidence_id"], "payload": s["payload"]},
+            "requested": s["evidence_id"] if s["outcome"] in ("revealed", "unavailable") else None,
+            "terminal": s["outcome"] == "terminal"})
+    rows = [{"task_id": tr["task_id"], "steps": by_trajectory.get(tr["trajectory_id"], []),
+             "props": {"id": tr["trajectory_id"], "task_id": tr["task_id"], "pass_index": tr["pass_index"],
+                       "policy": tr["policy"], "end": tr["end"], "terminal_class": tr["terminal_class"],
+                       "payload": tr["payload"], "steps": tr["steps"]}} for tr in trajectories]
+    run = NodeRow(run_id, (Label.RUN,), {k: info[k] for k in ("policy", "passes", "seed", "content_hash", "tasks")})
+    def work(w: GraphWriter) -> None:
+        w.run("verifiers/clear_run", run_id=run_id)
+        w.nodes([run])
+        for start in range(0, len(rows), BATCH_TRAJECTORIES):
+            batch = rows[start:start + BATCH_TRAJECTORIES]
+            done = w.run("verifiers/write_trajectories", run_id=run_id, rows=batch)[0]
+            asked = sum(1 for r in batch for st in r["steps"] if st["requested"] is not None)
+            if done["trajectories"] != len(batch) or done["requested"] != asked:
+                raise OntologyViolation(
+                    f"{run_dir}: {len(batch) - done['trajectories']} trajectories name a task and "
+                    f"{asked - done['requested']} steps an evidence id that is not in the graph (compile and score "
+                    "against the same graph)")
+    graph.transact(work)
     return str(run_id)
 
 

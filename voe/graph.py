@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import neo4j
 from neo4j import GraphDatabase
@@ -21,6 +21,8 @@ from voe import ontology, queries
 from voe.config import Neo4jSettings
 from voe.errors import GraphUnavailable, OntologyViolation, VoeError
 from voe.ontology import Label, Rel
+
+T = TypeVar("T")
 
 BATCH_ROWS = 10_000
 
@@ -144,7 +146,7 @@ def _shutting_down(exc: Neo4jError) -> bool:
 class GraphWriter:
     """Writes inside one explicit transaction, so a record lands whole or not at all."""
 
-    def __init__(self, tx: neo4j.Transaction, onto: ontology.Ontology) -> None:
+    def __init__(self, tx: neo4j.Transaction | neo4j.ManagedTransaction, onto: ontology.Ontology) -> None:
         self._tx = tx
         self._onto = onto
         self.counts = WriteCounts()
@@ -231,10 +233,25 @@ class Graph:
         return [r.data() for r in records]
 
     def execute(self, name: str, **params: Any) -> WriteCounts:
-        """Run a named write query in its own transaction."""
-        with self.writer() as w:
+        """Run a named write query in its own (managed) transaction."""
+        def work(w: GraphWriter) -> WriteCounts:
             w.run(name, **params)
-        return w.counts
+            return w.counts
+        return self.transact(work)
+
+    def transact(self, work: Callable[[GraphWriter], T]) -> T:
+        """`work` in one managed write transaction: the driver runs it again on a transient error (a deadlock,
+        a cluster leader that moved, a lost routing connection), so `work` must be safe to repeat (every voe
+        write is an upsert, or clears what it rewrites first). An exception from `work` rolls it back."""
+        try:
+            with self._driver.session(database=self.settings.database, bookmark_manager=None) as session:
+                return session.execute_write(lambda tx: work(GraphWriter(tx, self.ontology)))
+        except (ServiceUnavailable, SessionExpired, IncompleteCommit) as exc:
+            raise GraphUnavailable(f"Neo4j went away during a write at {self.settings.uri}: {exc}") from exc
+        except Neo4jError as exc:
+            if _shutting_down(exc):
+                raise GraphUnavailable(f"Neo4j stopped during a write at {self.settings.uri}: {exc.message}") from exc
+            raise
 
     def execute_implicit(self, name: str, **params: Any) -> None:
         """Run a named query in an auto-commit transaction (needed by CALL { } IN TRANSACTIONS)."""

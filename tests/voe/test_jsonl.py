@@ -13,8 +13,9 @@ from voe.jsonl import dump_models, read_jsonl
 
 def test_blank_lines_are_skipped_and_a_bad_line_is_named(tmp_path: Path) -> None:
     good = tmp_path / "good.jsonl"
-    good.write_text('{"a": 1}\n\n[2]\n')
-    assert read_jsonl(good) == [{"a": 1}, [2]]
+    good.write_text('{"a": 1}\n\n[2]\r\n{"x": NaN}\n')
+    rows = read_jsonl(good)
+    assert rows[:2] == [{"a": 1}, [2]] and rows[2]["x"] != rows[2]["x"]  # NaN, as Python's json reads it
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"a": 1}\n{"a": \n')
     with pytest.raises(InputError, match="line 2 is not JSON") as err:
@@ -22,7 +23,7 @@ def test_blank_lines_are_skipped_and_a_bad_line_is_named(tmp_path: Path) -> None
     assert str(bad) in str(err.value)
     latin = tmp_path / "latin.jsonl"
     latin.write_bytes(b'{"a": "\xb5m"}\n')
-    with pytest.raises(InputError, match="is not UTF-8"):
+    with pytest.raises(InputError, match="line 1 is not UTF-8"):
         read_jsonl(latin)
     with pytest.raises(InputError, match="cannot read"):
         read_jsonl(tmp_path / "missing.jsonl")

@@ -1,0 +1,98 @@
+"""The verifier's graph writes: the batched CREATE of a run's trajectories and steps gives exactly the nodes,
+properties and edges the generic writer gives (the shape DESIGN §3 names), and a run that names a task the
+graph lacks is refused whole."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay.runner import run_policy
+from verifiers.graph_verify import verify_run, write_run
+from voe.errors import OntologyViolation
+from voe.graph import EdgeRow, Graph, NodeRow
+from voe.jsonl import read_jsonl
+from voe.ontology import Label, Rel
+
+SHAPE = """
+MATCH (run:Run {id: $run_id})<-[:IN_RUN]-(tr:Trajectory)
+OPTIONAL MATCH (tr)-[h:HAS_STEP]->(s:Step)
+OPTIONAL MATCH (s)-[:REQUESTED]->(e:Evidence)
+OPTIONAL MATCH (tr)-[:TERMINATED_WITH]->(term:Step)
+OPTIONAL MATCH (tr)-[:ATTEMPTS]->(t:Task)
+RETURN properties(run) AS run, labels(run) AS run_labels, properties(tr) AS tr, labels(tr) AS tr_labels,
+       properties(s) AS s, labels(s) AS s_labels, e.id AS requested, term.id AS term, t.id AS task
+ORDER BY tr.id, s.t
+"""
+
+
+def _generic_write(graph: Graph, run_dir: Path) -> str:
+    """The generic writer's version of write_run (ontology-checked MERGE of every node and edge), for comparison."""
+    info = json.loads((run_dir / "run.json").read_text())
+    run_id = info["run_id"]
+    nodes = [NodeRow(run_id, (Label.RUN,), {k: info[k] for k in ("policy", "passes", "seed", "content_hash", "tasks")})]
+    edges: list[EdgeRow] = []
+    for tr in read_jsonl(run_dir / "trajectories.jsonl"):
+        nodes.append(NodeRow(tr["trajectory_id"], (Label.TRAJECTORY,), {
+            "task_id": tr["task_id"], "pass_index": tr["pass_index"], "policy": tr["policy"], "end": tr["end"],
+            "terminal_class": tr["terminal_class"], "payload": tr["payload"], "steps": tr["steps"]}))
+        edges.append(EdgeRow(Rel.IN_RUN, tr["trajectory_id"], Label.TRAJECTORY, run_id, Label.RUN))
+        edges.append(EdgeRow(Rel.ATTEMPTS, tr["trajectory_id"], Label.TRAJECTORY, tr["task_id"], Label.TASK))
+    for s in read_jsonl(run_dir / "steps.jsonl"):
+        sid = f"{s['trajectory_id']}#{s['t']}"
+        nodes.append(NodeRow(sid, (Label.STEP,), {"t": s["t"], "action": s["action"], "outcome": s["outcome"],
+                                                   "evidence_id": s["evidence_id"], "payload": s["payload"]}))
+        edges.append(EdgeRow(Rel.HAS_STEP, s["trajectory_id"], Label.TRAJECTORY, sid, Label.STEP))
+        if s["outcome"] in ("revealed", "unavailable"):
+            edges.append(EdgeRow(Rel.REQUESTED, sid, Label.STEP, s["evidence_id"], Label.EVIDENCE))
+        if s["outcome"] == "terminal":
+            edges.append(EdgeRow(Rel.TERMINATED_WITH, s["trajectory_id"], Label.TRAJECTORY, sid, Label.STEP))
+    graph.execute("verifiers/clear_run", run_id=run_id)
+    with graph.writer() as w:
+        w.nodes(nodes)
+        w.edges(edges)
+    return str(run_id)
+
+
+def _shape(graph: Graph, run_id: str) -> list[dict[str, Any]]:
+    with graph._driver.session(database=graph.settings.database) as session:
+        rows = [r.data() for r in session.run(SHAPE, run_id=run_id)]
+    for r in rows:
+        for k in ("run_labels", "tr_labels", "s_labels"):
+            r[k] = sorted(r[k] or [])
+    return rows
+
+
+def test_the_batched_write_makes_the_generic_writers_graph(package: Path, _session_graph: Graph,
+                                                           tmp_path: Path) -> None:
+    graph = _session_graph
+    for policy in ("random", "request_everything"):
+        run = tmp_path / policy
+        run_policy(package, policy, 2, 3, run)
+        run_id = _generic_write(graph, run)
+        generic = _shape(graph, run_id)
+        assert write_run(graph, run) == run_id
+        batched = _shape(graph, run_id)
+        assert len(batched) > 50 and batched == generic
+        assert any(r["requested"] for r in batched) and all(r["term"] for r in batched if r["tr"]["end"] == "terminal")
+        write_run(graph, run)  # scoring again replaces, it does not add
+        assert _shape(graph, run_id) == generic
+    verdicts = verify_run(graph, tmp_path / "random")
+    assert len(verdicts) == len(read_jsonl(tmp_path / "random" / "trajectories.jsonl"))
+
+
+def test_a_run_naming_a_task_the_graph_lacks_is_refused_whole(package: Path, _session_graph: Graph,
+                                                              tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run_policy(package, "refuse_all", 1, 0, run)
+    lines = (run / "trajectories.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["task_id"] = "task:not-in-the-graph"
+    (run / "trajectories.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    run_id = json.loads((run / "run.json").read_text())["run_id"]
+    with pytest.raises(OntologyViolation, match="1 trajectories name a task"):
+        write_run(_session_graph, run)
+    assert _shape(_session_graph, run_id) == []  # nothing of the run was written
