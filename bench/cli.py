@@ -1,5 +1,6 @@
 """Start-up cost of the command line: wall time of `voe --help`, `voe run --help` and `voe db status` (a
-command that imports the driver), median of N runs each, and the modules `voe --help` imports.
+command that imports the driver), the fixed start-up of `voe run` with a baseline (the CLI and the runner's
+imports), median of N runs each, and the modules `voe --help` imports.
 
     python bench/cli.py [--runs N] [--json]
 
@@ -35,6 +36,14 @@ def main() -> None:
             if done.returncode not in (0, 1):  # `db status` of a server that is not there exits 1
                 sys.exit(f"{name} failed (exit {done.returncode}): {done.stderr.strip()}")
         out[name + " (s)"] = round(statistics.median(times), 3)
+    # the fixed start-up of `voe run` with a baseline: the CLI and everything the runner imports before the
+    # first task is read (the work itself grows with the package and is measured by bench/replay.py)
+    times = []
+    for _ in range(args.runs):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import cli, cli.evaluate, replay.runner, replay.probes"], check=True)
+        times.append(time.perf_counter() - t0)
+    out["voe run start-up (s)"] = round(statistics.median(times), 3)
     mods = subprocess.run([sys.executable, "-c", "import sys, cli; print(len(sys.modules))"],
                           capture_output=True, text=True).stdout.strip()
     out["modules imported by the CLI"] = int(mods or 0)

@@ -169,7 +169,7 @@ def import_package_cmd(crate: Path, out: Path) -> None:
     Examples:
       voe import-package out/crate-full --out out/pkg-again
     """
-    from compiler.package import load_package
+    from compiler.artifacts import load_package
     from export.rebuild import import_package
 
     import_package(crate, out)

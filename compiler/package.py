@@ -18,10 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from compiler.annotate import PROMPT_VERSION as ANNOTATOR_PROMPT_VERSION
 from compiler.annotate import Annotator, Framing, filter_failures, menu_failures
+from compiler.artifacts import load_package  # noqa: F401 - re-exported: readers of a package import it here too
 from compiler.families import Moment, priority_order
 from compiler.gate import GateReport, run_gate
 from compiler.judge import CALIBRATION_TOLERANCE, CalibrationFailed, CalibrationResult, Judge, Verdict, judge_input
@@ -30,12 +31,11 @@ from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
 from compiler.moments import candidate, find_moments, load_catalog, materialize
 from ingest.loader import settle
 from voe import __version__
-from voe.errors import InputError
 from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow
 from voe.jsonl import dump_models
 from voe.ontology import Label, Rel
 from voe.progress import Progress
-from voe.versions import PACKAGE_VERSION, check, write_schemas
+from voe.versions import write_schemas
 
 COMPILER_VERSION = f"voe-compiler/{__version__}"
 
@@ -356,42 +356,3 @@ def _store(graph: Graph, views: list[TaskView], answers: list[TaskAnswer], workf
         w.edges(edges)
 
     graph.transact(work)
-
-
-def load_package(pkg: Path) -> tuple[list[TaskView], dict[str, EvidenceObject], dict[str, TaskAnswer], Manifest]:
-    """Read a package folder; anything missing or malformed is an InputError naming the file and line."""
-
-    def lines(name: str) -> list[dict[str, Any]]:
-        path = pkg / name
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text (byte {exc.start})", path=str(path)) from exc
-        except OSError as exc:
-            raise InputError(f"not a task package ({exc.strerror or exc}); create one with `voe compile`",
-                             path=str(path)) from exc
-        out = []
-        for n, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"line {n} is not JSON ({exc.msg})", path=str(path)) from exc
-        return out
-
-    manifest_path = pkg / "manifest.json"
-    try:  # the version first: a package of another version is refused as that, not as a schema mismatch
-        found = json.loads(manifest_path.read_text()).get("package_version")
-    except (OSError, ValueError, AttributeError) as exc:
-        raise InputError(f"not a task package (no readable manifest.json: {exc}); create one with `voe compile`",
-                         path=str(manifest_path)) from exc
-    check("package", found, PACKAGE_VERSION, str(manifest_path))
-    try:
-        views = [TaskView.model_validate(x) for x in lines("tasks.jsonl")]
-        evidence = {x["evidence_id"]: EvidenceObject.model_validate(x) for x in lines("evidence.jsonl")}
-        answers = {x["task_id"]: TaskAnswer.model_validate(x) for x in lines("answers.jsonl")}
-        manifest = Manifest.model_validate_json((pkg / "manifest.json").read_text())
-    except (ValidationError, KeyError, OSError, TypeError, UnicodeDecodeError) as exc:
-        raise InputError(f"package files do not match the package schema: {str(exc).splitlines()[0]}",
-                         path=str(pkg)) from exc
-    return views, evidence, answers, manifest

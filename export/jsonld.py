@@ -44,8 +44,8 @@ from pyld import jsonld  # type: ignore[import-untyped]
 from pyld.canon import URDNA2015  # type: ignore[import-untyped]
 from pyshacl import validate as shacl_validate
 
+from compiler.artifacts import load_package
 from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
-from compiler.package import load_package
 from export.croissant import CONFORMS_TO as CROISSANT_CONFORMS_TO
 from export.croissant import CROISSANT, JSONL, croissant_metadata
 from voe.errors import InputError, UsageError, VoeError

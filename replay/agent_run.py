@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from compiler.artifacts import load_package
 from compiler.models import TaskView
-from compiler.package import load_package
 from replay.agent import PROMPT_VERSION, Transcript, episode
 from replay.env import ReplayEnv, StepRecord, TrajectorySummary
 from replay.runner import RunInfo, write_run_files, write_run_schemas

@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from compiler.artifacts import load_package
 from compiler.models import TaskAnswer, TaskView
-from compiler.package import load_package
 from replay.env import ReplayEnv, StepRecord, TrajectorySummary
 from replay.policies import NO_ANSWER
 from replay.registry import Policy, get

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from compiler.package import load_package
+from compiler.artifacts import load_package
 from ingest.loader import settle
 from verifiers.graph_verify import verify_run
 from verifiers.metrics import TrajectoryScore, score_trajectory, summarize
