@@ -111,6 +111,61 @@ def sheets_case() -> dict[str, object]:
             "cells_per_s": round(cells / seconds), "peak_rss_mib_python": round(_peak_rss_kib() / 1024, 1)}
 
 
+def floor_case(path: Path) -> dict[str, object]:
+    """The floor a loader cannot beat by much: the rows voe's builder makes for the record (built first, not
+    timed), written with the bare driver in batched `UNWIND ... CREATE` statements (labels and types in the
+    query text, one statement per label set or type and batch), in committed transactions of
+    ingest.loader.CHUNK_ELEMENTS (a single one up to SINGLE_TX_ELEMENTS, as voe), on the same emptied graph with
+    the same constraints and indexes (cypher/schema.cypher)."""
+    sys.path.insert(0, str(REPO))
+    from neo4j import GraphDatabase
+
+    from ingest import nerdm_schema
+    from ingest.loader import CHUNK_ELEMENTS, SINGLE_TX_ELEMENTS
+    from ingest.nerdm import build_record
+    from voe.config import Neo4jSettings
+    from voe.graph import BATCH_ROWS, Graph
+
+    schemas = nerdm_schema.load(nerdm_schema.default_schema_dir())  # type: ignore[arg-type]
+    rg = build_record(path, schemas)
+    with Graph() as graph:
+        graph.clear()
+        graph.apply_schema()
+    settings = Neo4jSettings.from_env()
+    nodes: dict[tuple[str, ...], list[dict[str, object]]] = {}
+    for n in rg.nodes:
+        nodes.setdefault(tuple(sorted({"Node", *n.labels})), []).append({**n.props, "id": n.id})
+    edges: dict[str, list[dict[str, object]]] = {}
+    for e in rg.edges:
+        edges.setdefault(str(e.rel), []).append({"src": e.src, "dst": e.dst, "props": e.props})
+    statements: list[tuple[str, list[dict[str, object]]]] = []
+    for labels, rows in sorted(nodes.items()):
+        query = f"UNWIND $rows AS row CREATE (n:{':'.join(labels)}) SET n = row"
+        statements += [(query, rows[i:i + BATCH_ROWS]) for i in range(0, len(rows), BATCH_ROWS)]
+    for rel, rows in sorted(edges.items()):
+        query = (f"UNWIND $rows AS row MATCH (a:Node {{id: row.src}}) MATCH (b:Node {{id: row.dst}}) "
+                 f"CREATE (a)-[r:{rel}]->(b) SET r = row.props")
+        statements += [(query, rows[i:i + BATCH_ROWS]) for i in range(0, len(rows), BATCH_ROWS)]
+    elements = len(rg.nodes) + len(rg.edges)
+    per_tx = elements if elements <= SINGLE_TX_ELEMENTS else CHUNK_ELEMENTS
+    driver = GraphDatabase.driver(settings.uri, auth=settings.auth, notifications_min_severity="OFF")
+    t0 = time.perf_counter()
+    with driver.session(database=settings.database) as session:
+        tx, in_tx = session.begin_transaction(), 0
+        for query, rows in statements:
+            tx.run(query, rows=rows).consume()
+            in_tx += len(rows)
+            if in_tx >= per_tx:
+                tx.commit()
+                tx, in_tx = session.begin_transaction(), 0
+        tx.commit()
+    seconds = time.perf_counter() - t0
+    driver.close()
+    return {"case": f"floor:{path.name}", "elements": elements, "seconds": round(seconds, 2),
+            "elements_per_s": round(elements / seconds), "us_per_element": round(seconds / elements * 1e6, 2),
+            "peak_rss_mib_python": round(_peak_rss_kib() / 1024, 1)}
+
+
 def _empty():  # type: ignore[no-untyped-def]
     from ingest.parsers.model import Parsed, Role
 
@@ -119,6 +174,8 @@ def _empty():  # type: ignore[no-untyped-def]
 
 def run_case(path: Path) -> dict[str, object]:
     sys.path.insert(0, str(REPO))
+    if path.name.startswith("floor:"):
+        return floor_case(path.with_name(path.name.removeprefix("floor:")))
     if path.name == "pdf-bench":
         return pdf_case(path)
     if path.name == "xlsx-template":
@@ -160,7 +217,10 @@ def main() -> None:
     print(f"# machine: {platform.node()} {platform.machine()} cores={os.cpu_count()} python={platform.python_version()}",
           file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
-        cases = [SHARED / "mds2-4103"] + [generate(Path(tmp) / f"bench-{n}", n) for n in map(int, args.sizes.split(","))]
+        generated = [generate(Path(tmp) / f"bench-{n}", n) for n in map(int, args.sizes.split(","))]
+        cases = [SHARED / "mds2-4103"]
+        for g in generated:  # voe, then the floor on the same rows, interleaved (the machine's load drifts)
+            cases += [g, g.with_name(f"floor:{g.name}")]
         cases += [make_pdf(Path(tmp) / "pdf-bench"), Path(tmp) / "xlsx-template", Path(tmp) / "all-shared"]
         results = []
         for case in cases:
@@ -170,6 +230,12 @@ def main() -> None:
             results.append(result)
             if args.json:
                 print(json.dumps(result))
+            elif str(result["case"]).startswith("floor:"):
+                voe = next(r for r in results if r["case"] == str(result["case"]).removeprefix("floor:"))
+                result["voe_over_floor"] = round(float(voe["seconds"]) / float(result["seconds"]), 2)  # type: ignore[arg-type]
+                print(f"{result['case']:>14}: {result['elements']:>8} elements in {result['seconds']:>7.2f} s "
+                      f"= {result['elements_per_s']:>7} elements/s (bare driver, UNWIND ... CREATE); "
+                      f"voe/floor {result['voe_over_floor']}x (aim <= 1.15x)")
             elif "pages_per_s" in result:
                 print(f"{result['case']:>14}: {result['pages']} pages, {result['facts']} located facts (lines, words) in "
                       f"{result['seconds']} s = {result['pages_per_s']} pages/s, peak RSS {result['peak_rss_mib_python']} MiB")
@@ -181,6 +247,10 @@ def main() -> None:
                       f"in {result['seconds']:>7.2f} s = {result['elements_per_s']:>7} elements/s "
                       f"({result['us_per_element']} us/element), peak RSS (voe process) {result['peak_rss_mib_python']} MiB")
         scaled = [r for r in results if str(r["case"]).startswith("bench-")]
+        floors = [r for r in results if str(r["case"]).startswith("floor:")]
+        if len(floors) >= 2 and not args.json:
+            ratio = floors[-1]["us_per_element"] / floors[-2]["us_per_element"]  # type: ignore[operator]
+            print(f"floor per-element cost, {floors[-1]['case']} vs {floors[-2]['case']}: {ratio:.2f}x")
         if len(scaled) >= 2 and not args.json:
             ratio = scaled[-1]["us_per_element"] / scaled[-2]["us_per_element"]  # type: ignore[operator]
             print(f"per-element cost, {scaled[-1]['case']} vs {scaled[-2]['case']}: {ratio:.2f}x")
