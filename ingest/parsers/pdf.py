@@ -410,6 +410,41 @@ def _counted_add_token(self: Any, obj: Any) -> None:
     _ORIGINAL["_add_token"](self, obj)
 
 
+def _linear_parse_string(self: Any, s: bytes, i: int) -> int:
+    """pdfminer's PSBaseParser._parse_string with the literal string collected in a bytearray: the original
+    appends to a bytes object at every backslash and parenthesis, so a damaged file whose fallback scan meets a
+    string megabytes long spent minutes copying it (found by bench/fuzz.py: 262 s for a 4.5 MB input)."""
+    from pdfminer.psparser import END_STRING
+
+    if not isinstance(self._curtoken, bytearray):
+        self._curtoken = bytearray(self._curtoken)
+    m = END_STRING.search(s, i)
+    if not m:
+        self._curtoken += s[i:]
+        return len(s)
+    j = m.start(0)
+    self._curtoken += s[i:j]
+    c = s[j : j + 1]
+    if c == b"\\":
+        self.oct = b""
+        self._parse1 = self._parse_string_1
+        return j + 1
+    if c == b"(":
+        self.paren += 1
+        self._curtoken += c
+        return j + 1
+    if c == b")":
+        self.paren -= 1
+        if self.paren:
+            self._curtoken += c
+            return j + 1
+    token = bytes(self._curtoken)
+    self._curtoken = b""
+    self._add_token(token)
+    self._parse1 = self._parse_main
+    return j + 1
+
+
 class _PdfMeter(Meter):
     def __init__(self) -> None:
         super().__init__()
@@ -424,6 +459,8 @@ def _install_stream_guards() -> None:
 
     _ORIGINAL["_add_token"] = PSBaseParser._add_token
     PSBaseParser._add_token = _counted_add_token  # type: ignore[method-assign]
+    _ORIGINAL["_parse_string"] = PSBaseParser._parse_string
+    PSBaseParser._parse_string = _linear_parse_string  # type: ignore[method-assign]
 
     for name in ("zlib", "decompress_corrupted", "lzwdecode", "rldecode", "ccittfaxdecode", "apply_png_predictor",
                  "apply_tiff_predictor"):

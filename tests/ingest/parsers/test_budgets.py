@@ -432,3 +432,25 @@ def test_a_long_text_line_is_truncated_with_a_defect(tmp_path: Path, monkeypatch
     assert parsed is not None and [len(f.text) for f in parsed.facts] == [5, 100]
     [defect] = _budget(parsed, "field_length")
     assert defect.locator == "L2" and "holds 5000 characters" in defect.detail
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)  # the quadratic tokenizer needs hours for this input
+def test_literal_strings_parse_as_pdfminer_reads_them_in_linear_time(tmp_path: Path) -> None:
+    """The tokenizer's literal strings (patched to collect in a bytearray): escapes, octal codes and nested
+    parentheses as PDF 3.2.3 reads them; and a damaged file whose fallback scan meets a string of megabytes full
+    of escapes parses in seconds (it took minutes when every escape copied the string so far)."""
+    import io
+
+    from pdfminer.psparser import PSBaseParser
+
+    from ingest.parsers import pdf as pdf_parser
+
+    pdf_parser._install_stream_guards()
+    parser = PSBaseParser(io.BytesIO(b"(ab\\(c\\)d (nested) \\101\\12x) /Name (second)"))
+    tokens = [parser.nexttoken()[1] for _ in range(3)]
+    assert tokens[0] == b"ab(c)d (nested) A\nx" and tokens[2] == b"second"
+    bomb = tmp_path / "strings.pdf"
+    bomb.write_bytes(b"%PDF-1.4\n1 0 obj\n(" + b"ab\\(" * 1_500_000 + b")\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n")
+    parsed = parse_file(bomb, "strings.pdf")
+    assert parsed is not None and parsed.format == "pdf"
