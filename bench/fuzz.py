@@ -30,6 +30,7 @@ parser, seed file and index that regenerate them.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import itertools
 import json
@@ -684,7 +685,7 @@ def run(per_parser: int, seed: int = 0, timeout: float = 60.0, jobs: int = 2, pa
     stats = {p: Stats(p) for p in parsers if seeds.get(p)}
     tasks = [(p, i) for i in range(per_parser) for p in stats]  # interleaved: a slow parser does not starve the rest
     settings = {"seed": seed, "timeout": timeout, "max_input": max_input, "limits": dict(limits or {}),
-                "max_seed_bytes": max_seed_bytes}
+                "max_seed_bytes": max_seed_bytes, "code": code_version()}
     resumed = _read_journal(journal, settings, stats, per_parser) if journal is not None else set()
     tasks = [t for t in tasks if t not in resumed]
     pool = Pool(jobs, {p: seeds[p] for p in stats}, seed, max_input, dict(limits or {}))
@@ -722,6 +723,14 @@ def run(per_parser: int, seed: int = 0, timeout: float = 60.0, jobs: int = 2, pa
             "parsers": [stats[p].summary() for p in stats],
             "failures": [{"parser": p, **{k: v for k, v in f.items() if k != "defects"}}
                          for p in stats for f in stats[p].crashes + stats[p].timeouts]}
+
+
+def code_version() -> str:
+    """A hash of the code the inputs run through (ingest/): a journal written by other parsers is not resumed."""
+    digest = hashlib.sha256()
+    for path in sorted((REPO / "ingest").rglob("*.py")):
+        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _read_journal(journal: Path, settings: dict[str, Any], stats: dict[str, Stats],
