@@ -685,13 +685,17 @@ def run(per_parser: int, seed: int = 0, timeout: float = 60.0, jobs: int = 2, pa
     stats = {p: Stats(p) for p in parsers if seeds.get(p)}
     tasks = [(p, i) for i in range(per_parser) for p in stats]  # interleaved: a slow parser does not starve the rest
     settings = {"seed": seed, "timeout": timeout, "max_input": max_input, "limits": dict(limits or {}),
-                "max_seed_bytes": max_seed_bytes, "code": code_version()}
+                "max_seed_bytes": max_seed_bytes, "code": code_version(tuple(stats), seeds)}
     resumed = _read_journal(journal, settings, stats, per_parser) if journal is not None else set()
     tasks = [t for t in tasks if t not in resumed]
     pool = Pool(jobs, {p: seeds[p] for p in stats}, seed, max_input, dict(limits or {}))
     done = [0]
     start = time.monotonic()
 
+    if journal is not None and journal.stat().st_size and not journal.read_bytes().endswith(b"\n"):
+        with journal.open("rb+") as fh:  # a line cut by a kill: drop it (its input runs again)
+            data = fh.read()
+            fh.truncate(data.rfind(b"\n") + 1)
     log = journal.open("a") if journal is not None else None
 
     def on_result(parser: str, index: int, result: dict[str, Any]) -> None:
@@ -725,11 +729,22 @@ def run(per_parser: int, seed: int = 0, timeout: float = 60.0, jobs: int = 2, pa
                          for p in stats for f in stats[p].crashes + stats[p].timeouts]}
 
 
-def code_version() -> str:
-    """A hash of the code the inputs run through (ingest/): a journal written by other parsers is not resumed."""
-    digest = hashlib.sha256()
-    for path in sorted((REPO / "ingest").rglob("*.py")):
+def code_version(parsers: tuple[str, ...], seeds: dict[str, list[Seed]]) -> str:
+    """What an input's result depends on besides its index: the code it runs through (the parsers, dispatch and
+    budgets; for nerdm the whole of ingest/), this harness (its mutations), the parsing libraries' versions
+    and the seed files. A journal written under another of these is not resumed."""
+    sys.path.insert(0, str(REPO))
+    from ingest.builder import parser_versions
+
+    ingest = REPO / "ingest"
+    files = sorted(ingest.rglob("*.py")) if "nerdm" in parsers else sorted(
+        [*(ingest / "parsers").rglob("*.py"), ingest / "documents.py", ingest / "limits.py"])
+    digest = hashlib.sha256(parser_versions())
+    for path in [*files, Path(__file__).resolve()]:
         digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    for parser in sorted(seeds):
+        for seed in seeds[parser]:
+            digest.update(f"{parser}:{seed.name}".encode() + hashlib.sha256(seed.data).digest())
     return digest.hexdigest()[:16]
 
 

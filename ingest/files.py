@@ -6,6 +6,7 @@ import errno
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,13 +79,16 @@ def entry_kind(mode: int) -> str:
 
 
 def list_entries(root: Path, skip: frozenset[str] = frozenset()) -> dict[str, str]:
+    return dict(iter_entries(root, skip))
+
+
+def iter_entries(root: Path, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, str]]:
     """Every entry under root, as POSIX paths relative to it, with what it is (`entry_kind`). The one folder walk
     of ingest (NERDm record folders, plain folders, the empty-folder check): one scandir per folder instead of a
     stat per component (records list up to hundreds of thousands of components, mostly not held); symlinks are
     listed as `symlink` and never followed, so nothing outside root is listed. Entries named in `skip` are left
     out, folders with their contents. An entry that cannot be examined is listed as a file: reading it then
     reports why."""
-    found: dict[str, str] = {}
     stack = [("", str(root))]
     while stack:
         prefix, folder = stack.pop()
@@ -108,10 +112,9 @@ def list_entries(root: Path, skip: frozenset[str] = frozenset()) -> dict[str, st
                         kind = entry_kind(entry.stat(follow_symlinks=False).st_mode)
                 except OSError:
                     kind = "file"
-                found[rel] = kind
+                yield rel, kind
                 if kind == "dir":
                     stack.append((rel + "/", entry.path))
-    return found
 
 
 def canonical_json(value: Any) -> bytes:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from ingest import ids, nerdm_schema
 from ingest.builder import BuilderCore, RecordGraph
 from ingest.catalog import catalog_builders, looks_like_catalog
-from ingest.files import SPECIAL_NAMES, entry_kind, hash_file, list_entries
+from ingest.files import SPECIAL_NAMES, entry_kind, hash_file, iter_entries
 from ingest.folder import FolderBuilder, distinct_folder_ark, folder_ark
 from ingest.loader import clean_stale, write_record
 from ingest.nerdm import NERDM_FILENAME, open_record
@@ -231,7 +231,7 @@ def _builders(path: Path, validated: bool, graph: Graph) -> list[tuple[str, Buil
     if path.is_dir():
         if (path / NERDM_FILENAME).exists() or (path / NERDM_FILENAME).is_symlink():
             return [("nerdm", open_record(path, validated))]
-        if all(kind == "dir" for kind in list_entries(path).values()):
+        if all(kind == "dir" for _, kind in iter_entries(path)):  # stops at the first entry that is not a folder
             raise InputError("folder is empty: no nerdm.json and no files to ingest", path=str(path))
         return [("folder", _folder_builder(path, graph))]
     try:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from voe.errors import OntologyViolation
+from voe.errors import InputError, OntologyViolation
 from voe.graph import Graph, GraphWriter, NodeRow
 from voe.jsonl import read_jsonl
 from voe.ontology import Label, Rel
@@ -49,6 +49,7 @@ def write_run(graph: Graph, run_dir: Path) -> str:
                       "evidence_id": s["evidence_id"], "payload": s["payload"]},
             "requested": s["evidence_id"] if s["outcome"] in ("revealed", "unavailable") else None,
             "terminal": s["outcome"] == "terminal"})
+    _refuse_inconsistent(run_dir, trajectories, by_trajectory)
     rows = [{"task_id": tr["task_id"], "steps": by_trajectory.get(tr["trajectory_id"], []),
              "props": {"id": tr["trajectory_id"], "task_id": tr["task_id"], "pass_index": tr["pass_index"],
                        "policy": tr["policy"], "end": tr["end"], "terminal_class": tr["terminal_class"],
@@ -68,6 +69,24 @@ def write_run(graph: Graph, run_dir: Path) -> str:
                     "against the same graph)")
     graph.transact(work)
     return str(run_id)
+
+
+def _refuse_inconsistent(run_dir: Path, trajectories: list[dict[str, Any]],
+                         steps: dict[str, list[dict[str, Any]]]) -> None:
+    """What the batched CREATE cannot take: a trajectory id twice, a step twice, or steps of a trajectory the
+    run does not list (the generic writer's MERGE hid the first two and refused the third)."""
+    ids = [tr["trajectory_id"] for tr in trajectories]
+    twice = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) != len(ids) else []
+    if twice:
+        raise InputError(f"trajectories.jsonl lists {twice[0]} more than once", path=str(run_dir))
+    for tid, rows in steps.items():
+        ts = [r["props"]["t"] for r in rows]
+        if len(set(ts)) != len(ts):
+            raise InputError(f"steps.jsonl holds a step of {tid} more than once", path=str(run_dir))
+    orphans = sorted(set(steps) - set(ids))
+    if orphans:
+        raise InputError(f"steps.jsonl holds steps of {orphans[0]}, which trajectories.jsonl does not list",
+                         path=str(run_dir))
 
 
 def verify_run(graph: Graph, run_dir: Path) -> list[Verdict]:

@@ -4,6 +4,7 @@ read (an input error, exit 2), and the package's byte-stable writer (sorted keys
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ import orjson
 from pydantic import BaseModel
 
 from voe.errors import InputError
+
+LONG_DIGITS = re.compile(rb"\d{19,}")
 
 
 def read_jsonl(path: Path) -> list[Any]:
@@ -24,6 +27,9 @@ def read_jsonl(path: Path) -> list[Any]:
     rows = []
     for n, line in enumerate(data.split(b"\n"), 1):
         if not line.strip():
+            continue
+        if LONG_DIGITS.search(line):  # orjson reads an integer beyond 64 bits as a float; json keeps it exact
+            rows.append(_slow_line(line, n, path))
             continue
         try:
             rows.append(orjson.loads(line))

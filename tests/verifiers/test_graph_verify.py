@@ -12,7 +12,7 @@ import pytest
 
 from replay.runner import run_policy
 from verifiers.graph_verify import verify_run, write_run
-from voe.errors import OntologyViolation
+from voe.errors import InputError, OntologyViolation
 from voe.graph import EdgeRow, Graph, NodeRow
 from voe.jsonl import read_jsonl
 from voe.ontology import Label, Rel
@@ -96,3 +96,19 @@ def test_a_run_naming_a_task_the_graph_lacks_is_refused_whole(package: Path, _se
     with pytest.raises(OntologyViolation, match="1 trajectories name a task"):
         write_run(_session_graph, run)
     assert _shape(_session_graph, run_id) == []  # nothing of the run was written
+
+
+def test_a_run_whose_files_disagree_is_an_input_error_before_anything_is_written(package: Path, tmp_path: Path,
+                                                                                _session_graph: Graph) -> None:
+    run = tmp_path / "run"
+    run_policy(package, "refuse_all", 1, 0, run)
+    trajectories = (run / "trajectories.jsonl").read_text().splitlines()
+    steps = (run / "steps.jsonl").read_text().splitlines()
+    cases = {"more than once": (trajectories + trajectories[:1], steps),
+             "a step of .* more than once": (trajectories, steps + steps[:1]),
+             "which trajectories.jsonl does not list": (trajectories[1:], steps)}
+    for message, (tr_lines, step_lines) in cases.items():
+        (run / "trajectories.jsonl").write_text("\n".join(tr_lines) + "\n")
+        (run / "steps.jsonl").write_text("\n".join(step_lines) + "\n")
+        with pytest.raises(InputError, match=message):
+            write_run(_session_graph, run)

@@ -13,9 +13,10 @@ from voe.jsonl import dump_models, read_jsonl
 
 def test_blank_lines_are_skipped_and_a_bad_line_is_named(tmp_path: Path) -> None:
     good = tmp_path / "good.jsonl"
-    good.write_text('{"a": 1}\n\n[2]\r\n{"x": NaN}\n')
+    good.write_text('{"a": 1}\n\n[2]\r\n{"x": NaN}\n{"big": 18446744073709551616, "s": "a\u2028b"}\n')
     rows = read_jsonl(good)
     assert rows[:2] == [{"a": 1}, [2]] and rows[2]["x"] != rows[2]["x"]  # NaN, as Python's json reads it
+    assert rows[3] == {"big": 2**64, "s": "a\u2028b"}  # exact beyond 64 bits; U+2028 is not a line break
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"a": 1}\n{"a": \n')
     with pytest.raises(InputError, match="line 2 is not JSON") as err:

@@ -67,6 +67,7 @@ def test_the_ingest_stamp_names_every_library_a_parser_declares() -> None:
 
 def test_a_new_format_is_one_registration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Sniffing, the extension check and dispatch pick up a format from its registration alone."""
+    registry.formats()  # every parser module registered first, so the patched tables hold them
     monkeypatch.setattr(registry, "_FORMATS", dict(registry._FORMATS))
     monkeypatch.setattr(registry, "_BY_EXTENSION", dict(registry._BY_EXTENSION))
 
