@@ -243,15 +243,9 @@ class Graph:
         """`work` in one managed write transaction: the driver runs it again on a transient error (a deadlock,
         a cluster leader that moved, a lost routing connection), so `work` must be safe to repeat (every voe
         write is an upsert, or clears what it rewrites first). An exception from `work` rolls it back."""
-        try:
-            with self._driver.session(database=self.settings.database, bookmark_manager=None) as session:
-                return session.execute_write(lambda tx: work(GraphWriter(tx, self.ontology)))
-        except (ServiceUnavailable, SessionExpired, IncompleteCommit) as exc:
-            raise GraphUnavailable(f"Neo4j went away during a write at {self.settings.uri}: {exc}") from exc
-        except Neo4jError as exc:
-            if _shutting_down(exc):
-                raise GraphUnavailable(f"Neo4j stopped during a write at {self.settings.uri}: {exc.message}") from exc
-            raise
+        with self._write_errors(), self._driver.session(database=self.settings.database,
+                                                        bookmark_manager=None) as session:
+            return session.execute_write(lambda tx: work(GraphWriter(tx, self.ontology)))
 
     def execute_implicit(self, name: str, **params: Any) -> None:
         """Run a named query in an auto-commit transaction (needed by CALL { } IN TRANSACTIONS)."""
@@ -268,17 +262,23 @@ class Graph:
     @contextmanager
     def writer(self) -> Iterator[GraphWriter]:
         """One explicit write transaction; rolled back if the block raises."""
+        with self._write_errors(), self._driver.session(database=self.settings.database,
+                                                        bookmark_manager=None) as session:
+            tx = session.begin_transaction()
+            try:
+                w = GraphWriter(tx, self.ontology)
+                yield w
+                tx.commit()
+            except BaseException:
+                if not tx.closed():
+                    tx.rollback()
+                raise
+
+    @contextmanager
+    def _write_errors(self) -> Iterator[None]:
+        """A server that went away or stopped during a write is GraphUnavailable (one line, exit 1)."""
         try:
-            with self._driver.session(database=self.settings.database, bookmark_manager=None) as session:
-                tx = session.begin_transaction()
-                try:
-                    w = GraphWriter(tx, self.ontology)
-                    yield w
-                    tx.commit()
-                except BaseException:
-                    if not tx.closed():
-                        tx.rollback()
-                    raise
+            yield
         except (ServiceUnavailable, SessionExpired, IncompleteCommit) as exc:
             raise GraphUnavailable(f"Neo4j went away during a write at {self.settings.uri}: {exc}") from exc
         except Neo4jError as exc:
