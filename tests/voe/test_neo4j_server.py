@@ -1,4 +1,4 @@
-"""The local Neo4j: a full up/status/down cycle with Browser, and clear errors when tools are missing."""
+"""The local Neo4j: a full up/status/down cycle with Browser, a tampered jar refused, stale pid files and ports."""
 
 from __future__ import annotations
 
@@ -12,16 +12,29 @@ from voe.errors import ServerError
 from voe.neo4j_server import LocalNeo4j
 
 
-def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
-    with pytest.raises(ServerError, match="Java 17\\+ is needed"):
-        LocalNeo4j.java()
+def test_a_tampered_jar_in_the_cache_stops_voe_db_up(neo4j_settings: object, tmp_path: Path) -> None:
+    """The suite's own jars, linked into a new cache, one of them changed by a byte: nothing starts."""
+    import subprocess
+    import sys
 
-
-def test_missing_maven_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(ServerError, match="Maven"):
-        LocalNeo4j.maven()
+    real = LocalNeo4j().lib
+    assert (real / ".complete").exists()  # the suite's server runs from it
+    lib = tmp_path / "cache" / real.parent.name / "lib"
+    lib.mkdir(parents=True)
+    for jar in real.iterdir():
+        (lib / jar.name).symlink_to(jar)
+    victim = lib / f"neo4j-kernel-{real.parent.name.removeprefix('neo4j-')}.jar"
+    data = bytearray(victim.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    victim.unlink()
+    victim.write_bytes(bytes(data))
+    env = {**os.environ, "VOE_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "cli", "db", "up", "--instance", "tampered", "--bolt-port", "17689",
+                           "--http-port", "17476"], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert f"{victim.name} (org.neo4j:neo4j-kernel:" in proc.stderr and "does not match its sha256" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "cache" / "instances" / "tampered" / "neo4j.pid").exists()
 
 
 def test_up_status_browser_down(neo4j_settings: object) -> None:
