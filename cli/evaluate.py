@@ -47,7 +47,7 @@ class _PolicyOption(click.Option):
               help="Seed for the random policy and python: policies (per task and pass); sent to the model as "
                    "`seed` where the server honours it.")
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Run folder: steps.jsonl, trajectories.jsonl, run.json (agents also transcripts.jsonl, "
+              help="Run folder: steps.jsonl, observations.jsonl, trajectories.jsonl, run.json (agents also transcripts.jsonl, "
                    "timing.jsonl, parts/ and responses/).")
 @click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 (default: "
                                  "OPENAI_BASE_URL, else the OpenAI API). The key comes from OPENAI_API_KEY.")
@@ -80,7 +80,8 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
             no_cache: bool, as_json: bool, quiet: bool) -> None:
     """Run a policy over every task of a package through the replay environment.
 
-    One JSON line per step (steps.jsonl) and one summary per trajectory (trajectories.jsonl).
+    One JSON line per step (steps.jsonl), one per observation a request returned (observations.jsonl)
+    and one summary per trajectory (trajectories.jsonl).
     Only the reference policy reads the verifier-only answers. An agent run (openai:MODEL) also
     records every conversation (transcripts.jsonl) and can be interrupted and resumed.
 

@@ -20,6 +20,7 @@ from urllib.parse import quote
 from compiler.models import Manifest, TaskView
 from export.jsonld import ID, _package_iri, action_iri, context, iri, read_json, tree
 from replay.env import StepRecord, TrajectorySummary
+from replay.runner import read_steps
 from voe.errors import InputError
 from voe.jsonl import read_jsonl
 from voe.versions import RUN_SCHEMA_VERSION, check
@@ -43,7 +44,7 @@ class LoadedRun:
             raise InputError("a run of the reference policy replays the verifier-only answers; export it only with "
                              "--include-answers", path=str(run_dir))
         self.info = info
-        self.steps = [StepRecord.model_validate(r) for r in read_jsonl(run_dir / "steps.jsonl")]
+        self.steps = read_steps(run_dir)
         self.trajectories = [TrajectorySummary.model_validate(r) for r in read_jsonl(run_dir / "trajectories.jsonl")]
         unknown = sorted({t.task_id for t in self.trajectories} - tasks)
         if unknown:

@@ -23,7 +23,9 @@ Outcome = Literal["revealed", "unavailable", "duplicate", "parse_error", "off_me
 End = Literal["running", "terminal", "horizon_exhausted", "duplicate_loop"]  # running: not ended yet
 
 
-class StepRecord(BaseModel):
+class StepLine(BaseModel):
+    """A line of a run's steps.jsonl: what the policy sent and how the environment classed it."""
+
     trajectory_id: str
     task_id: str
     t: int
@@ -32,7 +34,21 @@ class StepRecord(BaseModel):
     evidence_id: str | None = None
     payload: list[str] | None = None
     outcome: Outcome
+
+
+class StepRecord(StepLine):
+    """A step with what the environment showed; the observation goes to observations.jsonl (the verifier reads
+    steps.jsonl, which stays small: an observation is most of a step's bytes)."""
+
     observation: dict[str, Any] = Field(default_factory=dict)
+
+
+class ObservationLine(BaseModel):
+    """A line of a run's observations.jsonl: the observation of one step that returned one."""
+
+    trajectory_id: str
+    t: int
+    observation: dict[str, Any]
 
 
 class TrajectorySummary(BaseModel):

@@ -1,7 +1,8 @@
 """`voe run`: a policy through the replay environment over every task of a package, N passes.
 
-Writes RUN/steps.jsonl (one line per trajectory step), RUN/trajectories.jsonl (one summary per
-trajectory) and RUN/run.json. Only the reference policy is handed the verifier-only answers.
+Writes RUN/steps.jsonl (one line per trajectory step: what the policy sent, the outcome), RUN/observations.jsonl
+(what each request showed), RUN/trajectories.jsonl (one summary per trajectory) and RUN/run.json. Only the
+reference policy is handed the verifier-only answers.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from pydantic import BaseModel
 
 from compiler.artifacts import load_package
 from compiler.models import TaskAnswer, TaskView
-from replay.env import ReplayEnv, StepRecord, TrajectorySummary
+from replay.env import ObservationLine, ReplayEnv, StepLine, StepRecord, TrajectorySummary
 from replay.policies import NO_ANSWER
 from replay.registry import Policy, get
 from voe.errors import UsageError
+from voe.jsonl import read_jsonl
 from voe.versions import RUN_SCHEMA_VERSION, write_schemas
 
 
@@ -78,16 +80,54 @@ def python_policy(spec: str) -> Policy:
 
 
 def write_run_schemas(out: Path) -> None:
-    """The JSON Schemas of run.json, steps.jsonl and trajectories.jsonl, beside them in schema/."""
-    write_schemas(out, "run", (("run", RunInfo), ("step", StepRecord), ("trajectory", TrajectorySummary)))
+    """The JSON Schemas of run.json, steps.jsonl, observations.jsonl and trajectories.jsonl, in schema/."""
+    write_schemas(out, "run", (("run", RunInfo), ("step", StepLine), ("observation", ObservationLine),
+                               ("trajectory", TrajectorySummary)))
+
+
+class StepWriter:
+    """steps.jsonl and observations.jsonl, a line each per step as it happens (an observation only when the
+    step returned one)."""
+
+    def __init__(self, out: Path) -> None:
+        self._steps = (out / "steps.jsonl").open("w")
+        self._observations = (out / "observations.jsonl").open("w")
+
+    def write(self, rec: StepRecord) -> None:
+        line = rec.model_dump(mode="json")
+        observation = line.pop("observation")
+        self._steps.write(json.dumps(line, sort_keys=True) + "\n")
+        if observation:
+            self._observations.write(json.dumps({"trajectory_id": rec.trajectory_id, "t": rec.t,
+                                                 "observation": observation}, sort_keys=True) + "\n")
+
+    def close(self) -> None:
+        self._steps.close()
+        self._observations.close()
+
+    def __enter__(self) -> StepWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def write_run_files(out: Path, steps: list[StepRecord], summaries: list[TrajectorySummary]) -> None:
-    with (out / "steps.jsonl").open("w") as fh:
+    with StepWriter(out) as writer:
         for rec in steps:
-            fh.write(json.dumps(rec.model_dump(mode="json"), sort_keys=True) + "\n")
+            writer.write(rec)
     (out / "trajectories.jsonl").write_text("".join(json.dumps(s.model_dump(), sort_keys=True) + "\n"
                                                     for s in summaries))
+
+
+def read_steps(run_dir: Path) -> list[StepRecord]:
+    """A run's steps with their observations joined back (what export and the tests read)."""
+    seen: dict[tuple[str, int], dict[str, Any]] = {}
+    for row in read_jsonl(run_dir / "observations.jsonl"):
+        line = ObservationLine.model_validate(row)
+        seen[(line.trajectory_id, line.t)] = line.observation
+    return [StepRecord.model_validate({**row, "observation": seen.get((row["trajectory_id"], row["t"]), {})})
+            for row in read_jsonl(run_dir / "steps.jsonl")]
 
 
 def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy_fn: Policy | None = None,
@@ -105,7 +145,7 @@ def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     summaries: list[TrajectorySummary] = []
-    with (out / "steps.jsonl").open("w") as steps_fh:
+    with StepWriter(out) as steps_out:
         for p in range(passes):
             for view in views:
                 tid = f"{run_id}/{view.task_id}/{p}"
@@ -118,7 +158,7 @@ def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy
                     rec, done = env.step(act(view, answers[view.task_id] if policy == "reference" else NO_ANSWER,
                                              history, rng))
                     history.append(rec.model_dump(mode="json"))
-                    steps_fh.write(json.dumps(rec.model_dump(mode="json"), sort_keys=True) + "\n")
+                    steps_out.write(rec)
                 summaries.append(env.summary.model_copy(deep=True))
                 if progress is not None and (len(summaries) % 50 == 0 or len(summaries) == passes * len(views)):
                     progress(len(summaries), passes * len(views))

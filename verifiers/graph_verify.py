@@ -3,7 +3,9 @@ the verifier as one Cypher batch over all of them (cypher/verifiers/verify_traje
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +33,46 @@ WRITTEN_EDGES = ((Rel.IN_RUN, Label.TRAJECTORY, Label.RUN), (Rel.ATTEMPTS, Label
 BATCH_TRAJECTORIES = 2000
 
 
+RUN_FILES = ("run.json", "steps.jsonl", "trajectories.jsonl")  # what the graph's copy of a run is made from
+
+
+def run_files_sha256(run_dir: Path) -> str:
+    """One digest of the files a scoring reads, kept on the Run node: scoring the same files again writes
+    nothing."""
+    digest = hashlib.sha256()
+    for name in RUN_FILES:
+        data = (run_dir / name).read_bytes()
+        digest.update(f"{name}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()
+
+
 def write_run(graph: Graph, run_dir: Path) -> str:
     """Run, Trajectory and Step nodes with IN_RUN, ATTEMPTS, HAS_STEP, REQUESTED and TERMINATED_WITH, replacing
     what an earlier scoring of the run wrote, in one transaction: the same nodes, properties and edges as the
-    generic writer would make, created in batches of whole trajectories."""
+    generic writer would make, created in batches of whole trajectories. A run the graph already holds from the
+    same files (digest on the Run node, every trajectory still attached to its task) is left as it is."""
+    run_id, work = _run_writer(graph, run_dir)
+    graph.transact(work)
+    return run_id
+
+
+def verify_run(graph: Graph, run_dir: Path) -> list[Verdict]:
+    """write_run and the verifier query in the same transaction (one commit, and the verdicts are of exactly
+    what was written)."""
+    run_id, write = _run_writer(graph, run_dir)
+
+    def work(w: GraphWriter) -> list[dict[str, Any]]:
+        write(w)
+        return w.run("verifiers/verify_trajectories", run_id=run_id)
+
+    return [Verdict(**row) for row in graph.transact(work)]
+
+
+def _run_writer(graph: Graph, run_dir: Path) -> tuple[str, Callable[[GraphWriter], None]]:
     info = json.loads((run_dir / "run.json").read_text())
-    run_id = info["run_id"]
+    run_id = str(info["run_id"])
+    files_sha256 = run_files_sha256(run_dir)
     steps = read_jsonl(run_dir / "steps.jsonl")
     trajectories = read_jsonl(run_dir / "trajectories.jsonl")
     for rel, src, dst in WRITTEN_EDGES:
@@ -54,8 +90,13 @@ def write_run(graph: Graph, run_dir: Path) -> str:
              "props": {"id": tr["trajectory_id"], "task_id": tr["task_id"], "pass_index": tr["pass_index"],
                        "policy": tr["policy"], "end": tr["end"], "terminal_class": tr["terminal_class"],
                        "payload": tr["payload"], "steps": tr["steps"]}} for tr in trajectories]
-    run = NodeRow(run_id, (Label.RUN,), {k: info[k] for k in ("policy", "passes", "seed", "content_hash", "tasks")})
+    run = NodeRow(run_id, (Label.RUN,), {**{k: info[k] for k in ("policy", "passes", "seed", "content_hash", "tasks")},
+                                         "files_sha256": files_sha256})
+
     def work(w: GraphWriter) -> None:
+        held = w.run("verifiers/run_held", run_id=run_id)
+        if held and held[0]["files_sha256"] == files_sha256 and held[0]["attached"] == len(rows):
+            return
         w.run("verifiers/clear_run", run_id=run_id)
         w.nodes([run])
         for start in range(0, len(rows), BATCH_TRAJECTORIES):
@@ -67,8 +108,7 @@ def write_run(graph: Graph, run_dir: Path) -> str:
                     f"{run_dir}: {len(batch) - done['trajectories']} trajectories name a task and "
                     f"{asked - done['requested']} steps an evidence id that is not in the graph (compile and score "
                     "against the same graph)")
-    graph.transact(work)
-    return str(run_id)
+    return run_id, work
 
 
 def _refuse_inconsistent(run_dir: Path, trajectories: list[dict[str, Any]],
@@ -87,8 +127,3 @@ def _refuse_inconsistent(run_dir: Path, trajectories: list[dict[str, Any]],
     if orphans:
         raise InputError(f"steps.jsonl holds steps of {orphans[0]}, which trajectories.jsonl does not list",
                          path=str(run_dir))
-
-
-def verify_run(graph: Graph, run_dir: Path) -> list[Verdict]:
-    run_id = write_run(graph, run_dir)
-    return [Verdict(**row) for row in graph.query("verifiers/verify_trajectories", run_id=run_id)]

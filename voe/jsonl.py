@@ -4,7 +4,6 @@ read (an input error, exit 2), and the package's byte-stable writer (sorted keys
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,10 @@ from pydantic import BaseModel
 
 from voe.errors import InputError
 
-LONG_DIGITS = re.compile(rb"\d{19,}")
+# digits to "0", everything else to ".": a run of 19 digits is then one bytes.find, which is C-speed where the
+# equivalent regex costs more than parsing (a run's 20 MB steps file: 0.2 s against orjson's 0.05 s)
+_DIGIT_MAP = bytes(0x30 if 0x30 <= b <= 0x39 else 0x2E for b in range(256))
+_LONG_RUN = b"0" * 19
 
 
 def read_jsonl(path: Path) -> list[Any]:
@@ -25,10 +27,11 @@ def read_jsonl(path: Path) -> list[Any]:
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror or exc})", path=str(path)) from exc
     rows = []
+    any_long = _long_digits(data)
     for n, line in enumerate(data.split(b"\n"), 1):
         if not line.strip():
             continue
-        if LONG_DIGITS.search(line):  # orjson reads an integer beyond 64 bits as a float; json keeps it exact
+        if any_long and _long_digits(line):  # orjson reads an integer beyond 64 bits as a float; json keeps it
             rows.append(_slow_line(line, n, path))
             continue
         try:
@@ -36,6 +39,10 @@ def read_jsonl(path: Path) -> list[Any]:
         except orjson.JSONDecodeError:
             rows.append(_slow_line(line, n, path))
     return rows
+
+
+def _long_digits(data: bytes) -> bool:
+    return data.translate(_DIGIT_MAP).find(_LONG_RUN) >= 0
 
 
 def _slow_line(line: bytes, n: int, path: Path) -> Any:

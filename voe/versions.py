@@ -2,7 +2,7 @@
 artifact, refused with a clear message when this voe does not read its version).
 
   package (manifest.json `package_version`)        tasks.jsonl, evidence.jsonl, answers.jsonl, manifest.json
-  run     (run.json `schema_version`)              run.json, steps.jsonl, trajectories.jsonl
+  run     (run.json `schema_version`)              run.json, steps.jsonl, observations.jsonl, trajectories.jsonl
   scores  (summary.json `schema_version`)          summary.json, scores.jsonl
 
 A JSON Lines file carries no version of its own: its lines are read only together with the header file
@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from voe.errors import InputError
 
 PACKAGE_VERSION = 2
-RUN_SCHEMA_VERSION = 1
+RUN_SCHEMA_VERSION = 2  # 2: observations in their own file (steps.jsonl is what the verifier reads)
 SCORES_SCHEMA_VERSION = 1
 
 _MAKE = {"package": "voe compile", "run": "voe run", "scores": "voe score"}

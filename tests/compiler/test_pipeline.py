@@ -22,7 +22,7 @@ from compiler.verdict import verdict
 from ingest import ingest_paths
 from ingest.defects import RULES, DefectKind
 from replay.registry import specs
-from replay.runner import run_policy
+from replay.runner import read_steps, run_policy
 from verifiers.graph_verify import verify_run
 from verifiers.score import score_run
 from voe.graph import Graph
@@ -136,7 +136,7 @@ def test_observations_show_facts_not_verdicts(compiled: dict[str, Any]) -> None:
     assert defect_ids, "the shared archives hold defects"
     forbidden = [k.value for k in DefectKind] + list(RULES) + defect_ids
     observations = [json.dumps(st["observation"]) for p in [*BASELINES, *PROBE_RUNS]
-                    for st in read_jsonl(root / p / "steps.jsonl") if st["observation"]]
+                    for st in read_jsonl(root / p / "observations.jsonl")]
     assert observations
     for name in ("tasks.jsonl", "evidence.jsonl"):
         text = (root / "pkg" / name).read_text()
@@ -436,7 +436,12 @@ def _pinned(compiled: dict[str, Any]) -> dict[str, Any]:
             "codebook": summary["codebook"],
             # every trajectory's file as `voe run` wrote it, and every score: byte for byte
             "trajectories_sha256": hashlib.sha256((root / policy / "trajectories.jsonl").read_bytes()).hexdigest(),
-            "steps_sha256": hashlib.sha256((root / policy / "steps.jsonl").read_bytes()).hexdigest(),
+            # the steps joined with their observations, as one line each (run schema 1's steps.jsonl: the split
+            # of schema 2 loses nothing), and the two files schema 2 writes
+            "steps_sha256": hashlib.sha256("".join(json.dumps(r.model_dump(mode="json"), sort_keys=True) + "\n"
+                                                   for r in read_steps(root / policy)).encode()).hexdigest(),
+            "step_files_sha256": [hashlib.sha256((root / policy / n).read_bytes()).hexdigest()
+                                  for n in ("steps.jsonl", "observations.jsonl")],
             "scores_sha256": hashlib.sha256((root / policy / "scores.jsonl").read_bytes()).hexdigest()}
     return {"content_hash": manifest["content_hash"], "files": manifest["files"], "runs": runs}
 

@@ -46,7 +46,7 @@ from export.jsonld import (
     validate,
 )
 from export.rebuild import _evidence, _Reader, import_package
-from replay.runner import run_policy
+from replay.runner import read_steps, run_policy
 from verifiers.score import score_run
 from voe.errors import InputError
 from voe.graph import Graph
@@ -434,7 +434,7 @@ def test_runs_export_as_prov_activities_with_verdicts_verifier_only(package: Pat
                                                                    tmp_path: Path) -> None:
     out = tmp_path / "crate"
     summary = export_package(package, out, include_answers=True, runs=[scored_runs["random"], scored_runs["reference"]])
-    steps = {p: _rows(r / "steps.jsonl") for p, r in scored_runs.items()}
+    steps = {p: [rec.model_dump(mode="json") for rec in read_steps(r)] for p, r in scored_runs.items()}
     trajectories = {p: _rows(r / "trajectories.jsonl") for p, r in scored_runs.items()}
     assert (summary.runs, summary.trajectories) == (2, sum(len(t) for t in trajectories.values()))
     assert summary.verdicts == summary.trajectories

@@ -72,7 +72,8 @@ def model(tasks: Tasks, behave: Callable[[TaskView, TaskAnswer, int, int], Reply
 
 
 def files(run: Path) -> dict[str, bytes]:
-    return {n: (run / n).read_bytes() for n in ("steps.jsonl", "trajectories.jsonl", "transcripts.jsonl")}
+    return {n: (run / n).read_bytes() for n in ("steps.jsonl", "observations.jsonl", "trajectories.jsonl",
+                                                  "transcripts.jsonl")}
 
 
 def scored(graph: Graph, run: Path) -> dict[str, Any]:

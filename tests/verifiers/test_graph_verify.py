@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from replay.runner import run_policy
-from verifiers.graph_verify import verify_run, write_run
+from verifiers.graph_verify import run_files_sha256, verify_run, write_run
 from voe.errors import InputError, OntologyViolation
 from voe.graph import EdgeRow, Graph, NodeRow
 from voe.jsonl import read_jsonl
@@ -33,7 +33,8 @@ def _generic_write(graph: Graph, run_dir: Path) -> str:
     """The generic writer's version of write_run (ontology-checked MERGE of every node and edge), for comparison."""
     info = json.loads((run_dir / "run.json").read_text())
     run_id = info["run_id"]
-    nodes = [NodeRow(run_id, (Label.RUN,), {k: info[k] for k in ("policy", "passes", "seed", "content_hash", "tasks")})]
+    nodes = [NodeRow(run_id, (Label.RUN,), {**{k: info[k] for k in ("policy", "passes", "seed", "content_hash", "tasks")},
+                                            "files_sha256": "written by the generic writer"})]
     edges: list[EdgeRow] = []
     for tr in read_jsonl(run_dir / "trajectories.jsonl"):
         nodes.append(NodeRow(tr["trajectory_id"], (Label.TRAJECTORY,), {
@@ -58,9 +59,11 @@ def _generic_write(graph: Graph, run_dir: Path) -> str:
 
 
 def _shape(graph: Graph, run_id: str) -> list[dict[str, Any]]:
+    """The run's graph, the digest of its files aside (the generic writer has none to give)."""
     with graph._driver.session(database=graph.settings.database) as session:
         rows = [r.data() for r in session.run(SHAPE, run_id=run_id)]
     for r in rows:
+        r["run"].pop("files_sha256", None)
         for k in ("run_labels", "tr_labels", "s_labels"):
             r[k] = sorted(r[k] or [])
     return rows
@@ -82,6 +85,43 @@ def test_the_batched_write_makes_the_generic_writers_graph(package: Path, _sessi
         assert _shape(graph, run_id) == generic
     verdicts = verify_run(graph, tmp_path / "random")
     assert len(verdicts) == len(read_jsonl(tmp_path / "random" / "trajectories.jsonl"))
+
+
+def _held(graph: Graph, run_id: str) -> tuple[str, int, int, int]:
+    """The Run's digest, its trajectories, their steps, and how many trajectories carry the test's marker."""
+    with graph._driver.session(database=graph.settings.database) as session:
+        row = session.run("MATCH (run:Run {id: $run_id}) RETURN run.files_sha256 AS d, "
+                          "COUNT { (run)<-[:IN_RUN]-(:Trajectory) } AS tr, "
+                          "COUNT { (run)<-[:IN_RUN]-(:Trajectory)-[:HAS_STEP]->(:Step) } AS st, "
+                          "COUNT { (run)<-[:IN_RUN]-(t:Trajectory) WHERE t.marker = 1 } AS marked",
+                          run_id=run_id).single()
+    assert row is not None
+    return row["d"], row["tr"], row["st"], row["marked"]
+
+
+def test_scoring_the_same_files_again_writes_nothing_and_changed_files_are_rewritten(
+        package: Path, _session_graph: Graph, tmp_path: Path) -> None:
+    graph = _session_graph
+    run = tmp_path / "run"
+    run_policy(package, "random", 2, 5, run)
+    run_id = json.loads((run / "run.json").read_text())["run_id"]
+    n_steps = len((run / "steps.jsonl").read_text().splitlines())
+    first = verify_run(graph, run)
+    assert _held(graph, run_id) == (run_files_sha256(run), len(first), n_steps, 0)
+    with graph._driver.session(database=graph.settings.database) as session:  # a mark a rewrite would remove
+        session.run("MATCH (:Run {id: $run_id})<-[:IN_RUN]-(t:Trajectory) SET t.marker = 1", run_id=run_id).consume()
+    assert verify_run(graph, run) == first
+    assert _held(graph, run_id) == (run_files_sha256(run), len(first), n_steps, len(first))  # not rewritten
+    # the same run id from other files (an LLM agent run again into the folder): the graph's copy is replaced
+    lines = (run / "trajectories.jsonl").read_text().splitlines(keepends=True)
+    kept = {json.loads(x)["trajectory_id"] for x in lines[: len(lines) // 2]}
+    (run / "trajectories.jsonl").write_text("".join(lines[: len(lines) // 2]))
+    steps = [x for x in (run / "steps.jsonl").read_text().splitlines(keepends=True)
+             if json.loads(x)["trajectory_id"] in kept]
+    (run / "steps.jsonl").write_text("".join(steps))
+    third = verify_run(graph, run)
+    assert {v.trajectory_id for v in third} == kept
+    assert _held(graph, run_id) == (run_files_sha256(run), len(kept), len(steps), 0)
 
 
 def test_a_run_naming_a_task_the_graph_lacks_is_refused_whole(package: Path, _session_graph: Graph,

@@ -37,7 +37,8 @@ def test_every_artifact_is_versioned_and_other_versions_are_refused(package: Pat
     score_run(_session_graph, run)
     assert json.loads((run / "summary.json").read_text())["schema_version"] == SCORES_SCHEMA_VERSION
     assert {p.name for p in (run / "schema").iterdir()} == {"run.schema.json", "step.schema.json",
-                                                            "trajectory.schema.json", "score.schema.json"}
+                                                            "observation.schema.json", "trajectory.schema.json",
+                                                            "score.schema.json"}
     load_scored(run)
     # each schema names its version, and the lines of the files beside it are instances of it
     checked = 0
@@ -45,6 +46,7 @@ def test_every_artifact_is_versioned_and_other_versions_are_refused(package: Pat
                                                                               ("evidence", "evidence.jsonl"),
                                                                               ("answer", "answers.jsonl"))),
                                          (run, "run", RUN_SCHEMA_VERSION, (("step", "steps.jsonl"),
+                                                                          ("observation", "observations.jsonl"),
                                                                           ("trajectory", "trajectories.jsonl"))),
                                          (run, "scores", SCORES_SCHEMA_VERSION, (("score", "scores.jsonl"),))):
         for name, data in pairs:
