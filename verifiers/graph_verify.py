@@ -66,7 +66,16 @@ def verify_run(graph: Graph, run_dir: Path) -> list[Verdict]:
         write(w)
         return w.run("verifiers/verify_trajectories", run_id=run_id)
 
-    return [Verdict(**row) for row in graph.transact(work)]
+    return verdicts(graph.transact(work))
+
+
+def verdicts(rows: list[dict[str, Any]]) -> list[Verdict]:
+    """The verifier query's one row of parallel lists, as a Verdict per trajectory (in trajectory id order)."""
+    (row,) = rows
+    return [Verdict(trajectory_id=tid, task_id=task, action_valid=a, payload_bound=p, grounded=g,
+                    valid=a and p and g)
+            for tid, task, a, p, g in zip(row["trajectory_id"], row["task_id"], row["action_valid"],
+                                          row["payload_bound"], row["grounded"], strict=True)]
 
 
 def _run_writer(graph: Graph, run_dir: Path) -> tuple[str, Callable[[GraphWriter], None]]:
