@@ -445,6 +445,23 @@ def _linear_parse_string(self: Any, s: bytes, i: int) -> int:
     return j + 1
 
 
+def _bounded_literal_name(x: Any) -> str:
+    """pdfminer's literal_name without str() of a whole object. A damaged dictionary whose keys are arrays or
+    dictionaries (each holding the ones nested inside it) had each key repr()'d at every level of nesting:
+    gigabytes from a 1 MB file (found by bench/fuzz.py). A key that is not a name is junk either way; it keeps
+    a short stand-in."""
+    from pdfminer.psparser import PSLiteral
+
+    if isinstance(x, PSLiteral):
+        name: str = _ORIGINAL["literal_name"](x)
+        return name
+    if isinstance(x, (str, bytes, bytearray)):
+        return str(x[:64])
+    if isinstance(x, (int, float, bool)) or x is None:
+        return str(x)
+    return f"<{type(x).__name__}>"
+
+
 class _PdfMeter(Meter):
     def __init__(self) -> None:
         super().__init__()
@@ -461,6 +478,11 @@ def _install_stream_guards() -> None:
     PSBaseParser._add_token = _counted_add_token  # type: ignore[method-assign]
     _ORIGINAL["_parse_string"] = PSBaseParser._parse_string
     PSBaseParser._parse_string = _linear_parse_string  # type: ignore[method-assign]
+    from pdfminer import cmapdb, pdfdocument, psparser
+
+    _ORIGINAL["literal_name"] = psparser.literal_name
+    for module in (psparser, pdfdocument, cmapdb):  # each holds its own reference (`from ... import`)
+        module.literal_name = _bounded_literal_name  # type: ignore[attr-defined]
 
     for name in ("zlib", "decompress_corrupted", "lzwdecode", "rldecode", "ccittfaxdecode", "apply_png_predictor",
                  "apply_tiff_predictor"):

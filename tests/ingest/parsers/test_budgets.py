@@ -454,3 +454,26 @@ def test_literal_strings_parse_as_pdfminer_reads_them_in_linear_time(tmp_path: P
     bomb.write_bytes(b"%PDF-1.4\n1 0 obj\n(" + b"ab\\(" * 1_500_000 + b")\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n")
     parsed = parse_file(bomb, "strings.pdf")
     assert parsed is not None and parsed.format == "pdf"
+
+
+def test_a_dictionary_keyed_by_nested_arrays_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """pdfminer turns a dictionary key that is not a name into str(key); with arrays as keys, nested, each level's
+    key held the repr of the level inside it, backslashes doubled: 2^depth bytes (24 levels: 111 MiB; the fuzz
+    inputs that found it: 5 GiB from 1 MB). The stand-in key keeps 30 levels in a few MiB."""
+    import tracemalloc
+
+    from ingest.parsers import pdf as pdf_parser
+
+    body = b"<< [ " * 30 + b"(it's \\\\ here)" + b" ] 1 >>" * 30
+    path = tmp_path / "nested.pdf"
+    path.write_bytes(b"%PDF-1.4\n1 0 obj\n" + body + b"\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n")
+    tracemalloc.start()
+    try:
+        parsed = parse_file(path, "nested.pdf")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert parsed is not None and parsed.format == "pdf"
+    assert peak < 32 << 20, f"{peak >> 20} MiB"
+    assert pdf_parser._bounded_literal_name([{"k": 1}] * 3) == "<list>"
+    assert pdf_parser._bounded_literal_name(b"x" * 1000) == str(b"x" * 64)
