@@ -56,6 +56,9 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "archives"
 PARSERS = ("csv", "xlsx", "pdf", "xml", "release_summary", "nc", "step", "text", "nerdm")
 MAX_INPUT = 24 << 20  # a mutation that grows an input past this is cut back to it
+# issue 8: every input within 60 s and 1.5 GiB; an input that grows its worker by more is a failure, like a timeout
+# (the worker's address-space cap turns a larger growth into a MemoryError that a parser may report as a defect)
+MEMORY_AIM_MIB = 1536
 MEMORY_LIMIT = 6 << 30  # address space per worker: a runaway becomes a MemoryError (a crash), not a dead machine
 
 
@@ -569,6 +572,7 @@ class Stats:
     inputs: int = 0
     crashes: list[dict[str, Any]] = field(default_factory=list)
     timeouts: list[dict[str, Any]] = field(default_factory=list)
+    over_memory: list[dict[str, Any]] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
     max_seconds: float = 0.0
     slowest: str = ""
@@ -593,13 +597,15 @@ class Stats:
             self.max_seconds, self.slowest = s, where
         self.peak_mib = max(self.peak_mib, r.get("peak_kib", 0) / 1024)
         grew = r.get("grew_kib", 0) / 1024
+        if grew > MEMORY_AIM_MIB:
+            self.over_memory.append({"index": index, **r, "error": f"grew the worker by {grew:.0f} MiB"})
         if grew >= self.grew_mib:
             self.grew_mib, self.heaviest = grew, where
 
     def summary(self) -> dict[str, Any]:
         return {"parser": self.parser, "inputs": self.inputs, "total_seconds": round(sum(self.seconds), 1),
                 "crashes": len(self.crashes),
-                "timeouts": len(self.timeouts), "max_seconds": round(self.max_seconds, 3),
+                "timeouts": len(self.timeouts), "over_memory": len(self.over_memory), "max_seconds": round(self.max_seconds, 3),
                 "median_seconds": round(statistics.median(self.seconds), 4) if self.seconds else 0.0,
                 "peak_mib": round(self.peak_mib, 1), "grew_mib": round(self.grew_mib, 1), "slowest": self.slowest,
                 "heaviest": self.heaviest,
@@ -726,7 +732,7 @@ def run(per_parser: int, seed: int = 0, timeout: float = 60.0, jobs: int = 2, pa
             "seeds": {p: [s.name for s in seeds[p]] for p in stats},
             "parsers": [stats[p].summary() for p in stats],
             "failures": [{"parser": p, **{k: v for k, v in f.items() if k != "defects"}}
-                         for p in stats for f in stats[p].crashes + stats[p].timeouts]}
+                         for p in stats for f in stats[p].crashes + stats[p].timeouts + stats[p].over_memory]}
 
 
 def code_version(parsers: tuple[str, ...], seeds: dict[str, list[Seed]]) -> str:
@@ -796,11 +802,12 @@ def main() -> int:
         print(f"seed {report['seed']}, {report['per_parser']} inputs per parser, {report['jobs']} workers, "
               f"limit {report['timeout']} s per input, {report['seconds']} s in all"
               + (f" ({report['resumed_inputs']} inputs from the journal)" if report["resumed_inputs"] else ""))
-        print(f"{'parser':<16}{'inputs':>8}{'crashes':>9}{'timeouts':>10}{'max s':>9}{'median s':>10}{'peak MiB':>10}"
-              f"{'grew MiB':>10}{'budget':>8}")
+        print(f"{'parser':<16}{'inputs':>8}{'crashes':>9}{'timeouts':>10}{'>1.5 GiB':>10}{'max s':>9}{'median s':>10}"
+              f"{'peak MiB':>10}{'grew MiB':>10}{'budget':>8}")
         for s in report["parsers"]:
-            print(f"{s['parser']:<16}{s['inputs']:>8}{s['crashes']:>9}{s['timeouts']:>10}{s['max_seconds']:>9.2f}"
-                  f"{s['median_seconds']:>10.3f}{s['peak_mib']:>10.0f}{s['grew_mib']:>10.0f}{s['budget_defects']:>8}")
+            print(f"{s['parser']:<16}{s['inputs']:>8}{s['crashes']:>9}{s['timeouts']:>10}{s['over_memory']:>10}"
+                  f"{s['max_seconds']:>9.2f}{s['median_seconds']:>10.3f}{s['peak_mib']:>10.0f}{s['grew_mib']:>10.0f}"
+                  f"{s['budget_defects']:>8}")
         for s in report["parsers"]:
             print(f"  {s['parser']}: slowest {s['slowest']}; heaviest {s['heaviest']}")
         for f in report["failures"][:20]:
