@@ -28,7 +28,8 @@ class JavaRuntime:
 
     @property
     def major(self) -> int:
-        return int(self.version.split(".")[0])
+        match = re.match(r"\d+", self.version)  # 21.0.8, 21, 21-ea, 22-ea+3
+        return int(match.group(0)) if match else 0
 
 
 def _bundled() -> str | None:

@@ -1,35 +1,44 @@
-"""Neo4j's jars, pinned: a lock file names every jar by coordinates, size and sha256; nothing else is run.
+"""Neo4j's jars, pinned: a lock file names every jar by coordinates, size and sha256; the server's classpath holds
+those and nothing else.
 
 `tools/neo4j/jars.lock.json` (packed into the wheel) is the one place the Neo4j version lives;
 `python tools/neo4j_lock.py --neo4j 5.26.x` regenerates it. `voe db up` downloads the jars it names into
 `<cache>/neo4j-<version>/lib` (into `lib.partial/` first, each jar checked before it is kept, the folder renamed
-when complete) and checks every jar of the cache against the lock on each start, so a jar changed, added or
-truncated in the cache is an error naming it, never a silent re-download.
+when complete) and checks every entry of the cache's lib/ against the lock on each start, so a jar changed, added
+or truncated there is an error naming it, never a silent re-download. (Jars a user puts in an instance's
+plugins/ folder are Neo4j plugins and the user's business; voe puts none there.)
 
-Where from, in this order: VOE_MAVEN_REPOSITORY; the first mirror of `central` (or `*`, `external:*`) in the
-Maven settings file (VOE_MAVEN_SETTINGS, default ~/.m2/settings.xml); Maven Central. Proxies: the usual
-https_proxy / http_proxy / no_proxy variables, else the settings file's first active <proxy>.
+Where from, in this order: VOE_MAVEN_REPOSITORY; the Maven settings file's (VOE_MAVEN_SETTINGS, default
+~/.m2/settings.xml) mirror of `central` as Maven picks it (one naming `central` exactly, else the first whose
+pattern covers it: `*`, `external:*`, not `!central`); Maven Central. Proxies: the usual https_proxy / http_proxy /
+no_proxy variables, else the settings file's first active <proxy> (port 8080 by default, its nonProxyHosts
+honoured; `${env.NAME}` expanded in every value read).
 """
 
 from __future__ import annotations
 
+import fcntl
+import fnmatch
 import hashlib
+import http.client
 import os
+import re
 import shutil
 import threading
 import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
 from voe.errors import ServerError
 from voe.resources import data_path
-from voe.settings import settings
+from voe.settings import named_variable, settings
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 _CHUNK = 1 << 16
@@ -100,8 +109,16 @@ def _text(node: ET.Element, name: str) -> str:
     return ""
 
 
-def _mirrors_central(mirror_of: str) -> bool:
+def _expand(text: str) -> str:
+    """Maven's `${env.NAME}` in a settings value (other properties are left as written)."""
+    return re.sub(r"\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: named_variable(m.group(1)), text)
+
+
+def _mirror_of(mirror_of: str, exact: bool) -> bool:
+    """Maven's selection: a mirror naming `central` exactly wins over any pattern; patterns in file order."""
     parts = [p.strip() for p in mirror_of.split(",")]
+    if exact:
+        return parts == ["central"]
     if "!central" in parts:
         return False
     return any(p in ("*", "central", "external:*") for p in parts)
@@ -114,35 +131,49 @@ def repository() -> str:
         return configured.rstrip("/")
     root = _settings_xml()
     if root is not None:
-        for mirror in _children(root, "mirror"):
-            url = _text(mirror, "url")
-            if url and _mirrors_central(_text(mirror, "mirrorOf")):
-                return url.rstrip("/")
+        mirrors = _children(root, "mirror")
+        for exact in (True, False):
+            for mirror in mirrors:
+                url = _expand(_text(mirror, "url"))
+                if url and _mirror_of(_text(mirror, "mirrorOf"), exact):
+                    return url.rstrip("/")
     return MAVEN_CENTRAL
 
 
-def _settings_proxy() -> dict[str, str]:
+def _bypassed(host: str, non_proxy_hosts: str) -> bool:
+    """Maven's nonProxyHosts: `|`-separated host names, `*` a wildcard."""
+    return any(fnmatch.fnmatch(host.lower(), pattern.strip().lower())
+               for pattern in non_proxy_hosts.split("|") if pattern.strip())
+
+
+def _settings_proxy(host: str = "") -> dict[str, str]:
+    """The settings file's first active proxy (Maven's default port 8080), unless `host` is one of its
+    nonProxyHosts. The proxy is spoken to over HTTP (Maven's <protocol> names what it carries)."""
     root = _settings_xml()
     if root is None:
         return {}
     for proxy in _children(root, "proxy"):
         if _text(proxy, "active").lower() == "false":
             continue
-        host, port = _text(proxy, "host"), _text(proxy, "port") or "80"
-        if not host:
+        proxy_host, port = _expand(_text(proxy, "host")), _expand(_text(proxy, "port")) or "8080"
+        if not proxy_host:
             continue
-        user, password = _text(proxy, "username"), _text(proxy, "password")
-        auth = f"{user}:{password}@" if user else ""
-        url = f"{_text(proxy, 'protocol') or 'http'}://{auth}{host}:{port}"
+        if host and _bypassed(host, _expand(_text(proxy, "nonProxyHosts"))):
+            return {}
+        user, password = _expand(_text(proxy, "username")), _expand(_text(proxy, "password"))
+        auth = f"{quote(user, safe='')}:{quote(password, safe='')}@" if user else ""
+        url = f"http://{auth}{proxy_host}:{port}"
         return {"http": url, "https": url}
     return {}
 
 
 def maven_opener() -> urllib.request.OpenerDirector:
-    """urllib with the environment's proxies, else the Maven settings file's."""
+    """urllib with the environment's proxies (https_proxy, http_proxy, no_proxy), else the settings file's."""
     env = urllib.request.getproxies()
-    proxies = env if any(k in env for k in ("http", "https")) else _settings_proxy()
-    return urllib.request.build_opener(urllib.request.ProxyHandler(proxies))
+    if any(k in env for k in ("http", "https")):
+        return urllib.request.build_opener(urllib.request.ProxyHandler(env))
+    host = urlsplit(repository()).hostname or ""
+    return urllib.request.build_opener(urllib.request.ProxyHandler(_settings_proxy(host)))
 
 
 # ---------------------------------------------------------------------------- check and fetch
@@ -164,8 +195,9 @@ def verify(lib: Path, lock: JarLock) -> None:
             problems.append(f"{pin.file} ({pin.coordinates}) is missing")
         elif path.stat().st_size != pin.size or _sha256(path) != pin.sha256:
             problems.append(f"{pin.file} ({pin.coordinates}) does not match its sha256 in the lock")
-    for path in sorted(lib.glob("*.jar")):
-        if path.name not in expected:
+    # every entry, not *.jar: Java's `lib/*` also loads X.JAR, and a folder of classes would be as bad
+    for path in sorted(lib.iterdir()):
+        if path.name not in expected and path.name != ".complete":
             problems.append(f"{path.name} is not in the lock")
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
@@ -193,7 +225,7 @@ def _download(opener: urllib.request.OpenerDirector, base: str, pin: JarPin, int
                 digest.update(chunk)
                 out.write(chunk)
                 advance(len(chunk))
-    except (urllib.error.URLError, OSError) as exc:
+    except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
         part.unlink(missing_ok=True)
         reason = getattr(exc, "reason", exc)
         raise ServerError(f"could not download {pin.file} ({pin.coordinates}) from {url}: {reason}") from exc
@@ -210,9 +242,20 @@ def _download(opener: urllib.request.OpenerDirector, base: str, pin: JarPin, int
 
 def fetch(lib: Path, lock: JarLock, *, log: Callable[[str], None] = lambda _m: None,
           progress: Callable[[int, int], None] | None = None, jobs: int = 4) -> Path:
-    """Download the lock's jars into `lib` (once); an interrupted run keeps the jars it had checked."""
+    """Download the lock's jars into `lib` (once); an interrupted run keeps the jars it had checked. Two `voe db
+    up` at once on one cache take turns (a lock file beside `lib`): the second finds the jars complete."""
     if (lib / ".complete").exists():
         return lib
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    with open(lib.parent / ".fetch.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if (lib / ".complete").exists():
+            return lib
+        return _fetch_locked(lib, lock, log, progress, jobs)
+
+
+def _fetch_locked(lib: Path, lock: JarLock, log: Callable[[str], None],
+                  progress: Callable[[int, int], None] | None, jobs: int) -> Path:
     base = repository()
     partial = lib.with_name("lib.partial")
     partial.mkdir(parents=True, exist_ok=True)
@@ -228,12 +271,15 @@ def fetch(lib: Path, lock: JarLock, *, log: Callable[[str], None] = lambda _m: N
             if progress is not None:
                 progress(done[0], lock.total_bytes)
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
         futures = [pool.submit(_download, opener, base, pin, partial, advance) for pin in lock.jars]
-        errors = [f.exception() for f in futures if f.exception() is not None]
-    if errors:
-        first = errors[0]
-        raise first if isinstance(first, ServerError) else ServerError(str(first))
+        for future in as_completed(futures):
+            error = future.exception()
+            if error is not None:  # the first failure ends the download: no waiting for the queued jars
+                raise error if isinstance(error, ServerError) else ServerError(str(error))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # a Ctrl-C too: the running downloads end within a read
     for stray in partial.glob("*.part"):
         stray.unlink()
     verify(partial, lock)

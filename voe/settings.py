@@ -76,3 +76,9 @@ def settings() -> Settings:
         from voe.errors import UsageError
 
         raise UsageError(f"bad environment: {exc}") from exc
+
+
+def named_variable(name: str) -> str:
+    """A variable another tool's configuration names, not one of voe's (Maven's `${env.NAME}` in settings.xml,
+    expanded by voe/neo4j_jars.py); empty when unset."""
+    return os.environ.get(name, "")

@@ -64,3 +64,10 @@ def test_path_is_the_last_resort(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     monkeypatch.setenv("PATH", str(tmp_path / "old" / "bin"))
     with pytest.raises(ServerError, match=r"PATH: .* is Java 11\.0\.2"):
         find_java()
+
+
+def test_an_early_access_version_is_named_not_a_traceback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _fake_java(tmp_path / "jdk-ea", "26-ea")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk-ea"))
+    with pytest.raises(ServerError, match=r"is Java 26-ea; Neo4j 5\.26 runs on Java 17 or 21"):
+        find_java()

@@ -60,6 +60,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Repo]:
     for pin, data in zip(LOCK.jars, JARS.values(), strict=True):
         r.put(pin, data)
     monkeypatch.setenv("VOE_MAVEN_REPOSITORY", url)
+    monkeypatch.setenv("VOE_MAVEN_SETTINGS", str(tmp_path / "no-settings.xml"))  # not the developer's proxy
     for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
         monkeypatch.delenv(var, raising=False)
     yield r
@@ -128,10 +129,11 @@ def test_verify_names_a_changed_missing_or_extra_jar(repo: Repo, tmp_path: Path)
         verify(lib, LOCK)
     (lib / beta.file).unlink()
     (lib / "evil-1.0.jar").write_bytes(b"x")
+    (lib / "EVIL.JAR").write_bytes(b"x")  # Java's lib/* loads this one too
     with pytest.raises(ServerError) as err:
         verify(lib, LOCK)
     assert "beta-2.1.jar (org.example.deep:beta:2.1) is missing" in str(err.value)
-    assert "evil-1.0.jar is not in the lock" in str(err.value)
+    assert "evil-1.0.jar is not in the lock" in str(err.value) and "EVIL.JAR is not in the lock" in str(err.value)
     assert f"remove {lib}" in str(err.value)
 
 
@@ -147,6 +149,12 @@ def test_the_repository_is_the_variable_else_a_central_mirror_else_maven_central
       <mirror><id>corp</id><mirrorOf>external:*</mirrorOf><url>https://nexus.example/maven2/</url></mirror>
     </mirrors></settings>""")
     assert repository() == "https://nexus.example/maven2"
+    settings_xml.write_text("""<settings><mirrors>
+      <mirror><id>all</id><mirrorOf>*</mirrorOf><url>https://all.example/</url></mirror>
+      <mirror><id>c</id><mirrorOf>central</mirrorOf><url>${env.VOE_TEST_MIRROR}/maven2</url></mirror>
+    </mirrors></settings>""")
+    monkeypatch.setenv("VOE_TEST_MIRROR", "https://exact.example")
+    assert repository() == "https://exact.example/maven2"  # Maven: an exact mirrorOf wins over a pattern
     monkeypatch.setenv("VOE_MAVEN_REPOSITORY", "https://explicit.example/repo/")
     assert repository() == "https://explicit.example/repo"
     monkeypatch.delenv("VOE_MAVEN_REPOSITORY")
@@ -166,3 +174,49 @@ def test_the_settings_files_proxy_is_used_when_the_environment_names_none(
       <proxy><id>on</id><protocol>http</protocol><host>proxy.example</host><port>3128</port>
         <username>u</username><password>p</password></proxy></proxies></settings>""")
     assert _settings_proxy() == {"http": "http://u:p@proxy.example:3128", "https": "http://u:p@proxy.example:3128"}
+    settings_xml.write_text("""<settings><proxies><proxy><host>proxy.example</host><username>me</username>
+      <password>p@ss:w%rd</password><nonProxyHosts>localhost|*.corp.example</nonProxyHosts></proxy>
+      </proxies></settings>""")
+    assert _settings_proxy("repo.example.org")["https"] == "http://me:p%40ss%3Aw%25rd@proxy.example:8080"
+    assert _settings_proxy("nexus.corp.example") == {}  # nonProxyHosts: straight to the repository
+
+
+def _proxies_of(opener: object) -> dict[str, str]:
+    import urllib.request
+
+    handlers = [h for h in getattr(opener, "handlers", []) if isinstance(h, urllib.request.ProxyHandler)]
+    return dict(handlers[0].proxies) if handlers else {}
+
+
+def test_the_environments_proxy_wins_over_the_settings_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from voe.neo4j_jars import maven_opener
+
+    settings_xml = tmp_path / "settings.xml"
+    settings_xml.write_text("<settings><proxies><proxy><host>from-settings.example</host></proxy></proxies></settings>")
+    monkeypatch.setenv("VOE_MAVEN_SETTINGS", str(settings_xml))
+    monkeypatch.setenv("VOE_MAVEN_REPOSITORY", "https://repo.example/maven2")
+    for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    assert _proxies_of(maven_opener())["https"] == "http://from-settings.example:8080"
+    monkeypatch.setenv("https_proxy", "http://from-env.example:3128")
+    assert _proxies_of(maven_opener())["https"] == "http://from-env.example:3128"
+
+
+def test_two_fetches_at_once_take_turns_and_download_each_jar_once(repo: Repo, tmp_path: Path) -> None:
+    lib = tmp_path / "cache" / "neo4j-5.26.0" / "lib"
+    errors: list[BaseException] = []
+
+    def one() -> None:
+        try:
+            fetch(lib, LOCK)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    verify(lib, LOCK)
+    assert sorted(p for p in repo.requests if p.endswith(".jar")) == sorted(f"/maven2/{pin.path}" for pin in LOCK.jars)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import _unavailable
 from voe.errors import ServerError
 from voe.neo4j_server import LocalNeo4j
 
@@ -18,7 +19,8 @@ def test_a_tampered_jar_in_the_cache_stops_voe_db_up(neo4j_settings: object, tmp
     import sys
 
     real = LocalNeo4j().lib
-    assert (real / ".complete").exists()  # the suite's server runs from it
+    if not (real / ".complete").exists():  # NEO4J_URI named an outside server: no local jars to tamper with
+        _unavailable(f"no local Neo4j jars in {real}")
     lib = tmp_path / "cache" / real.parent.name / "lib"
     lib.mkdir(parents=True)
     for jar in real.iterdir():
