@@ -18,8 +18,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from voe.errors import ServerError
-from voe.java import JavaRuntime, find_java
-from voe.neo4j_jars import load_lock, neo4j_version
+from voe.java import find_java
+from voe.neo4j_jars import fetch, load_lock, neo4j_version, verify
 from voe.settings import settings
 
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
@@ -89,18 +89,11 @@ class LocalNeo4j:
     def browser_url(self) -> str:
         return f"http://127.0.0.1:{self.http_port}/browser/"
 
-    # ------------------------------------------------------------------ tools
-    @staticmethod
-    def java() -> JavaRuntime:
-        return find_java()
-
+    # ------------------------------------------------------------------ jars
     def resolve(self) -> Path:
         """The server's jars, downloaded once as the lock names them and checked against it on every call."""
-        from voe.neo4j_jars import fetch, verify
-
         lock = load_lock()
-        if not (self.lib / ".complete").exists():
-            fetch(self.lib, lock, log=self._log, progress=self._progress)
+        fetch(self.lib, lock, log=self._log, progress=self._progress)  # returns at once when complete
         verify(self.lib, lock)
         return self.lib
 
@@ -205,7 +198,7 @@ class LocalNeo4j:
             if _port_in_use(port):
                 raise ServerError(f"127.0.0.1:{port} is in use by a process this instance ({self.instance}) did not "
                                   "start; stop it, or choose other ports (--bolt-port, --http-port)")
-        java = self.java()
+        java = find_java()
         self._log(f"Java {java.version} ({java.source}: {java.path})")
         lib = self.resolve()
         conf = self._write_conf()
