@@ -12,6 +12,12 @@ refuses a chunk for memory). A chunked write is invisible until its last step:
   deletes the old version's nodes, renames the staged ones to their real ids and marks the record
   `complete`. Readers (`settle`) wait for a live swap and finish a dead one.
 
+Rows go through `GraphWriter.nodes(create=True)`: ids the graph does not hold are CREATEd, the rest MERGEd,
+and an edge with an endpoint this write created is CREATEd (in a later chunk only when that endpoint's id is
+one no other record's ingest can make: `_scoped`). A CREATE that meets an id a concurrent write committed
+meanwhile fails on the id constraint and the write runs again, then MERGEing it. The graph is the one MERGE
+of every row gives (tests/ingest/test_write_paths.py).
+
 Every writing or swapping Record carries its writer's lease (host:pid and start); `clean_stale` removes
 what a dead writer left before the commit point and finishes a swap a dead writer left after it.
 """
@@ -21,8 +27,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -43,6 +50,8 @@ log = logging.getLogger(__name__)
 SINGLE_TX_ELEMENTS = 150_000
 CHUNK_ELEMENTS = 50_000  # the first chunk size; halved on MemoryPoolOutOfMemoryError down to MIN_CHUNK
 MIN_CHUNK = 500
+CONFLICT_CODES = ("Neo.ClientError.Statement.EntityNotFound", "Neo.ClientError.Schema.ConstraintValidationFailed")
+SCOPED_LABELS = frozenset({Label.RECORD, Label.COMPONENT, Label.EVIDENCE})
 RETRIES = 6  # a write that meets a concurrent one's lock or deletion is run again this many times at most
 NODE_WRITERS = 2
 WRITER = f"{socket.gethostname()}:{os.getpid()}"
@@ -84,8 +93,8 @@ def write_record(graph: Graph, rg: RecordGraph, late: Late | None = None) -> Wri
             with graph.writer() as w:
                 _previous(w, rg)
                 _refuse_if_busy(w, rg)
-                _write(w, rg.nodes, rg.edges)
-                _write(w, *late_rows())
+                created = _write(w, rg.nodes, rg.edges)
+                _write(w, *late_rows(), created)
                 _finish(w, rg)
             return w.counts
 
@@ -108,7 +117,8 @@ def _retrying(commit: Callable[[], WriteCounts]) -> WriteCounts:
             return commit()
         except Neo4jError as exc:
             code = exc.code or ""
-            conflict = code == "Neo.ClientError.Statement.EntityNotFound" or (
+            # ConstraintValidationFailed: another write created an id this one found absent and CREATEd
+            conflict = code in CONFLICT_CODES or (
                 code.startswith("Neo.TransientError.") and not _out_of_memory(exc))
             if not conflict or attempt == RETRIES - 1:
                 raise
@@ -117,9 +127,30 @@ def _retrying(commit: Callable[[], WriteCounts]) -> WriteCounts:
     raise AssertionError("unreachable")
 
 
-def _write(w: GraphWriter, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow]) -> None:
-    w.nodes(nodes)
-    w.edges(edges)
+def _write(w: GraphWriter, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow],
+           fresh: Container[str] = frozenset()) -> set[str]:
+    """Nodes, then edges, in one transaction; returns the nodes it created. An edge to a node created in this
+    transaction (or in `fresh`: nodes no one else can have linked since) is created, not merged."""
+    created = w.nodes(nodes, create=True)
+    w.edges(edges, fresh=_Either(created, fresh))
+    return created
+
+
+class _Either:
+    """Membership in either of two sets, without copying them."""
+
+    def __init__(self, a: Container[str], b: Container[str]) -> None:
+        self.a, self.b = a, b
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.a or item in self.b
+
+
+def _scoped(node: NodeRow) -> bool:
+    """Whether only this record's ingest can write a node of this id: its Record, components and evidence
+    (their ids hold the record id), and a staged version's own nodes. Content-addressed nodes (files, source
+    locations, defects on them, the archive) may be linked by another record's ingest at any time."""
+    return node.id.startswith(STAGED) or not SCOPED_LABELS.isdisjoint(node.labels)
 
 
 def _previous(w: GraphWriter, rg: RecordGraph) -> None:
@@ -137,8 +168,9 @@ def _refuse_if_busy(w: GraphWriter, rg: RecordGraph) -> None:
 
 
 def _finish(w: GraphWriter, rg: RecordGraph) -> None:
-    w.run("ingest/prune_record", record_id=rg.record_id, stamp=rg.stamp)
-    w.run("ingest/drop_stale_labels", record_id=rg.record_id)
+    if rg.previous_state is not None:  # a first ingest has nothing of an earlier one to prune
+        w.run("ingest/prune_record", record_id=rg.record_id, stamp=rg.stamp)
+        w.run("ingest/drop_stale_labels", record_id=rg.record_id)
     w.run("ingest/prune_orphan_files")
     w.run("ingest/mark_complete", record_id=rg.record_id)
 
@@ -149,6 +181,9 @@ class Chunker:
 
     def __init__(self, graph: Graph, size: int = CHUNK_ELEMENTS) -> None:
         self.graph, self.size, self.counts = graph, size, WriteCounts()
+        # nodes earlier chunks created whose ids only this write can make: an edge to one is new
+        self.fresh: set[str] = set()
+        self._lock = threading.Lock()
 
     def write(self, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow] = (), parallel: bool = False) -> None:
         if parallel and len(nodes) > self.size and not edges:
@@ -168,13 +203,19 @@ class Chunker:
             i, j = i + n, j + e
 
     def _commit(self, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow]) -> WriteCounts:
+        created: set[str] = set()
+
         def commit() -> WriteCounts:
             with self.graph.writer() as w:
-                _write(w, nodes, edges)
+                created.clear()
+                created.update(_write(w, nodes, edges, self.fresh))
             return w.counts
 
         try:
-            return _retrying(commit)
+            counts = _retrying(commit)
+            with self._lock:
+                self.fresh.update(n.id for n in nodes if n.id in created and _scoped(n))
+            return counts
         except Neo4jError as exc:
             total = len(nodes) + len(edges)
             if not _out_of_memory(exc) or total <= MIN_CHUNK:

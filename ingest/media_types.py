@@ -7,8 +7,6 @@ browsers and Windows commonly write (`application/x-zip-compressed`).
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 UNSPECIFIC = frozenset({"application/octet-stream", "binary/octet-stream"})
 
 ALLOWED: dict[str, frozenset[str]] = {
@@ -44,6 +42,13 @@ ALLOWED: dict[str, frozenset[str]] = {
 }
 
 
+def suffix(filepath: str) -> str:
+    """PurePosixPath(filepath).suffix without building the path (this runs for every component of a record)."""
+    name = next((part for part in reversed(filepath.split("/")) if part and part != "."), "")
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
+
+
 def mismatch(filepath: str, media_type: str | None) -> str | None:
     """A human-readable reason when `media_type` is wrong for `filepath`'s extension, else None."""
     if not media_type:
@@ -51,7 +56,7 @@ def mismatch(filepath: str, media_type: str | None) -> str | None:
     declared = media_type.split(";", 1)[0].strip().lower()
     if declared in UNSPECIFIC:
         return None
-    ext = PurePosixPath(filepath).suffix.lower()
+    ext = suffix(filepath).lower()
     allowed = ALLOWED.get(ext)
     if allowed is None or declared in allowed:
         return None

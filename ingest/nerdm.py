@@ -404,7 +404,6 @@ class NerdmBuilder(BuilderCore):
 
     def _hold(self, comp: NerdmComponent, cid: str, ptr: str) -> LocalBytes | None:
         assert comp.filepath is not None
-        path = self.root / comp.filepath
         special = self._special_entry(comp.filepath)
         if special is not None:
             self._not_regular(comp.filepath, cid, ptr, *special)
@@ -413,6 +412,7 @@ class NerdmBuilder(BuilderCore):
         if kind is None and self._entries.get(comp.filepath.rstrip("/")) != "dir":
             self._stamp_parts.append(f"absent:{comp.filepath}".encode("utf-8", "surrogatepass"))
             return None
+        path = self.root / comp.filepath
         try:
             local = hash_file(path)
         except NotRegularFile as exc:  # replaced by a symlink or a FIFO since the folder was listed

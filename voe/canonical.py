@@ -37,7 +37,8 @@ def _fast(value: Any) -> bool:
             return False
         if t is dict:
             for k in v:
-                if type(k) is not str or any(ord(c) > 0xFFFF for c in k):  # JCS sorts by UTF-16 code units
+                # JCS sorts by UTF-16 code units: a key beyond the BMP sorts otherwise than orjson's code points
+                if type(k) is not str or (not k.isascii() and max(k) > "\uffff"):
                     return False
             stack.extend(v.values())
             continue

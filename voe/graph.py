@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -157,32 +157,82 @@ class GraphWriter:
         self.counts.add(result.consume().counters)
         return records
 
-    def nodes(self, rows: Sequence[NodeRow]) -> None:
+    def nodes(self, rows: Sequence[NodeRow], create: bool = False) -> set[str]:
+        """Upsert nodes by id. With `create`, the ids the graph does not hold yet are CREATEd (cheaper than
+        MERGE) and returned; the graph ends the same either way. Rows repeating an id act as MERGE would:
+        labels added up, the last row's properties."""
         for row in rows:
             for label in row.labels:
                 self._onto.check_label(label)
             if Label.NODE in row.labels:
                 raise OntologyViolation("the Node label is added by the writer, not by callers")
-        payload = [{"id": r.id, "labels": list(r.labels), "props": {**r.props, "id": r.id}} for r in rows]
+        if not create:
+            payload = [{"id": r.id, "labels": list(r.labels), "props": {**r.props, "id": r.id}} for r in rows]
+            for chunk in _chunks(payload, BATCH_ROWS):
+                self.run("write/nodes", rows=list(chunk))
+            return set()
+        merged: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            held = merged.get(r.id)
+            if held is None:
+                merged[r.id] = {"id": r.id, "labels": list(r.labels), "props": {**r.props, "id": r.id}}
+            else:
+                held["labels"] += [label for label in r.labels if label not in held["labels"]]
+                held["props"] = {**r.props, "id": r.id}
+        payload = list(merged.values())
+        created: set[str] = set()
         for chunk in _chunks(payload, BATCH_ROWS):
-            self.run("write/nodes", rows=list(chunk))
+            existing = set(self.run("write/existing_ids", rows=[p["id"] for p in chunk])[0]["ids"])
+            old = [p for p in chunk if p["id"] in existing]
+            new = [p for p in chunk if p["id"] not in existing]
+            if old:
+                self.run("write/nodes", rows=old)
+            if new:
+                self.run("write/create_nodes", rows=new)
+                created.update(p["id"] for p in new)
+        return created
 
-    def edges(self, rows: Iterable[EdgeRow]) -> None:
+    def edges(self, rows: Iterable[EdgeRow], fresh: Container[str] = frozenset()) -> None:
+        """Upsert edges between nodes the graph holds. An edge with an endpoint in `fresh` (nodes this write
+        created that nothing else can have linked) cannot exist yet and is CREATEd; repeated rows of such an
+        edge act as MERGE would (the last row's properties)."""
         by_rel: dict[str, list[dict[str, Any]]] = {}
+        new_rows: list[tuple[str, dict[str, Any]]] = []
+        declared: dict[tuple[str, str, str], set[tuple[str, str]]] = {}
         for e in rows:
             self._onto.check_edge(e.rel, e.src_label, e.dst_label)
-            by_rel.setdefault(e.rel, []).append(
-                {"src": e.src, "src_label": e.src_label, "dst": e.dst, "dst_label": e.dst_label, "props": e.props}
-            )
+            row: dict[str, Any] = {"src": e.src, "src_label": e.src_label, "dst": e.dst, "dst_label": e.dst_label,
+                                   "props": e.props}
+            if e.src in fresh or e.dst in fresh:
+                new_rows.append((e.rel, row))
+                declared.setdefault((e.rel, e.src, e.dst), set()).add((e.src_label, e.dst_label))
+            else:
+                by_rel.setdefault(e.rel, []).append(row)
+        new_by_rel: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+        for rel, row in new_rows:
+            if len(declared[(rel, row["src"], row["dst"])]) > 1:
+                # one edge declared with several endpoint labels: the MERGE path checks each declaration and
+                # writes the edge once
+                by_rel.setdefault(rel, []).append(row)
+            else:
+                new_by_rel.setdefault(rel, {})[(row["src"], row["dst"])] = row
         for rel, payload in sorted(by_rel.items()):
             for chunk in _chunks(payload, BATCH_ROWS):
-                written = self.run(f"write/edge_{Rel(rel).value}", rows=list(chunk))[0]["written"]
-                if written != len(chunk):
-                    # A MATCH found no endpoint (or one with another label): refuse the whole transaction.
-                    raise OntologyViolation(
-                        f"{len(chunk) - written} of {len(chunk)} {rel} edges name an endpoint that is not "
-                        "in the graph with the declared label"
-                    )
+                self._check_written(rel, len(chunk), self.run(f"write/edge_{Rel(rel).value}", rows=list(chunk)))
+        for rel, keyed in sorted(new_by_rel.items()):
+            for chunk in _chunks(list(keyed.values()), BATCH_ROWS):
+                self._check_written(rel, len(chunk),
+                                    self.run("write/create_edges", rows=list(chunk), type=Rel(rel).value))
+
+    @staticmethod
+    def _check_written(rel: str, sent: int, result: list[dict[str, Any]]) -> None:
+        written = result[0]["written"]
+        if written != sent:
+            # A MATCH found no endpoint (or one with another label): refuse the whole transaction.
+            raise OntologyViolation(
+                f"{sent - written} of {sent} {rel} edges name an endpoint that is not "
+                "in the graph with the declared label"
+            )
 
 
 class Graph:
