@@ -187,9 +187,12 @@ class GraphWriter:
             new = [p for p in chunk if p["id"] not in existing]
             if old:
                 self.run("write/nodes", rows=old)
-            if new:
-                self.run("write/create_nodes", rows=new)
-                created.update(p["id"] for p in new)
+            by_labels: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+            for p in new:
+                by_labels.setdefault(tuple(p["labels"]), []).append(p)
+            for labels, group in sorted(by_labels.items()):
+                self.run("write/create_nodes", rows=group, labels=list(labels))
+                created.update(p["id"] for p in group)
         return created
 
     def edges(self, rows: Iterable[EdgeRow], fresh: Container[str] = frozenset()) -> None:
