@@ -161,11 +161,15 @@ class GraphWriter:
         """Upsert nodes by id. With `create`, the ids the graph does not hold yet are CREATEd (cheaper than
         MERGE) and returned; the graph ends the same either way. Rows repeating an id act as MERGE would:
         labels added up, the last row's properties."""
+        checked: set[tuple[str, ...]] = set()
         for row in rows:
+            if row.labels in checked:
+                continue
             for label in row.labels:
                 self._onto.check_label(label)
             if Label.NODE in row.labels:
                 raise OntologyViolation("the Node label is added by the writer, not by callers")
+            checked.add(row.labels)
         if not create:
             payload = [{"id": r.id, "labels": list(r.labels), "props": {**r.props, "id": r.id}} for r in rows]
             for chunk in _chunks(payload, BATCH_ROWS):
@@ -202,8 +206,11 @@ class GraphWriter:
         by_rel: dict[str, list[dict[str, Any]]] = {}
         new_rows: list[tuple[str, dict[str, Any]]] = []
         declared: dict[tuple[str, str, str], set[tuple[str, str]]] = {}
+        checked: set[tuple[str, str, str]] = set()  # each distinct (type, source label, target label) once
         for e in rows:
-            self._onto.check_edge(e.rel, e.src_label, e.dst_label)
+            if (e.rel, e.src_label, e.dst_label) not in checked:
+                self._onto.check_edge(e.rel, e.src_label, e.dst_label)
+                checked.add((e.rel, e.src_label, e.dst_label))
             row: dict[str, Any] = {"src": e.src, "src_label": e.src_label, "dst": e.dst, "dst_label": e.dst_label,
                                    "props": e.props}
             if e.src in fresh or e.dst in fresh:
