@@ -106,6 +106,7 @@ class RecordGraph:
     held: int = 0
     problems: list[InputError] = field(default_factory=list)  # payloads we could not read
     late_elements: int = 0  # schema-defect rows written after the main batch
+    streamed_elements: int = 0  # a streamed record's rows (its `nodes` and `edges` hold none of them at the end)
     parsed_files: Counter[str] = field(default_factory=Counter)
     facts: int = 0
     pages: int = 0
@@ -225,11 +226,16 @@ class BuilderCore:
             self._locations.add(loc)
             self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,), self._owned({
                 "kind": "json_pointer", "path": self.record_file.name, "file_sha256": self.file_sha,
-                "pointer": pointer, "span_sha256": span_sha256(value),
+                "pointer": pointer, "span_sha256": self._span(pointer, value),
             })))
             self.g.edges.append(EdgeRow(Rel.IN_FILE, loc, Label.SOURCE_LOCATION, ids.file_id(self.file_sha),
                                         Label.FILE))
         return loc
+
+    def _span(self, pointer: str, value: Any) -> str:
+        """The span hash of the record file's value at `pointer` (a streamed record knows its whole-file one
+        without holding the file)."""
+        return span_sha256(value)
 
     def file(self, local: LocalBytes, origin: str) -> str:
         fid = ids.file_id(local.sha256)
@@ -260,17 +266,18 @@ class BuilderCore:
             self.g.edges.append(EdgeRow(Rel.LOCATED_AT, did, Label.DEFECT, loc, Label.SOURCE_LOCATION))
         self.g.defects[kind.value] += 1
 
-    def _seal(self, start_nodes: int = 0, start_edges: int = 0) -> None:
+    def _seal(self, start_nodes: int = 0, start_edges: int = 0, first: bool | None = None) -> None:
         """The one place the builder's rows become what Neo4j stores; every builder calls it last, before
         the stamp (and schema_defects on its late rows). Each property value is made storable
         (voe.graph.storable; ids and indexed properties by storable_key, a hashed key keeping its text in
         `<prop>_full` for filepath, kind and sha256), and each record value that had to change is one
         `value_not_storable` defect (rule `graph.value`) on the node it came from (`Origin`), at its JSON
         pointer or its place in a payload. Our own rows (defects, files, archives, JSON-pointer locations)
-        and every edge are made storable the same way without a defect of their own."""
+        and every edge are made storable the same way without a defect of their own. `first`: whether these
+        are the record's first rows (default: they start at 0), where the record id's own defect goes."""
         end = len(self.g.nodes)
         reported: set[tuple[str, str]] = set()
-        if self._rec_id_note and start_nodes == 0:
+        if self._rec_id_note and (start_nodes == 0 if first is None else first):
             self._value_defect(self._fallback_origin(), "id", self._rec_id_note, reported)
         record_row = None
         for row in self.g.nodes[start_nodes:end]:

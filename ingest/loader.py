@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import socket
 import threading
 import time
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from neo4j.exceptions import Neo4jError
 
@@ -40,6 +42,9 @@ from voe.errors import GraphBusy
 from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow, WriteCounts
 from voe.ontology import Label
 from voe.settings import settings
+
+if TYPE_CHECKING:
+    from ingest.nerdm_stream import NerdmStream
 
 Late = Callable[[], tuple[list[NodeRow], list[EdgeRow]]]
 log = logging.getLogger(__name__)
@@ -132,8 +137,30 @@ def _write(w: GraphWriter, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow],
     """Nodes, then edges, in one transaction; returns the nodes it created. An edge to a node created in this
     transaction (or in `fresh`: nodes no one else can have linked since) is created, not merged."""
     created = w.nodes(nodes, create=True)
+    if isinstance(fresh, _OwnPrefix):
+        fresh.saw(nodes, created)
     w.edges(edges, fresh=_Either(created, fresh))
     return created
+
+
+class _OwnPrefix:
+    """The `fresh` of a streamed write, in constant memory (a set of a million ids would not be): an id of this
+    write's own scoped nodes (its Record, components and evidence, or any node of a staged version) counts as
+    created by this write as long as every such node the write has met was one it created. Once one was there
+    before (a leftover the write merged into), edges to nodes of earlier transactions are MERGEd."""
+
+    def __init__(self, record_id: str, staged: bool) -> None:
+        body = record_id.removeprefix("record:")
+        self.exact = None if staged else record_id
+        self.prefixes = (STAGED,) if staged else (f"component:{body}/", f"ev:{body}/")
+        self.clean = True
+
+    def saw(self, nodes: Sequence[NodeRow], created: Container[str]) -> None:
+        if self.clean and any(_scoped(n) and n.id not in created for n in nodes):
+            self.clean = False
+
+    def __contains__(self, item: object) -> bool:
+        return self.clean and isinstance(item, str) and (item == self.exact or item.startswith(self.prefixes))
 
 
 class _Either:
@@ -179,10 +206,10 @@ class Chunker:
     """Writes rows in committed transactions of `size` elements; a chunk the server refuses for memory is
     retried in halves (the size then stays halved for the rest of the record)."""
 
-    def __init__(self, graph: Graph, size: int = CHUNK_ELEMENTS) -> None:
+    def __init__(self, graph: Graph, size: int = CHUNK_ELEMENTS, fresh: _OwnPrefix | None = None) -> None:
         self.graph, self.size, self.counts = graph, size, WriteCounts()
         # nodes earlier chunks created whose ids only this write can make: an edge to one is new
-        self.fresh: set[str] = set()
+        self.fresh: set[str] | _OwnPrefix = set() if fresh is None else fresh
         self._lock = threading.Lock()
 
     def write(self, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow] = (), parallel: bool = False) -> None:
@@ -213,8 +240,9 @@ class Chunker:
 
         try:
             counts = _retrying(commit)
-            with self._lock:
-                self.fresh.update(n.id for n in nodes if n.id in created and _scoped(n))
+            if isinstance(self.fresh, set):
+                with self._lock:
+                    self.fresh.update(n.id for n in nodes if n.id in created and _scoped(n))
             return counts
         except Neo4jError as exc:
             total = len(nodes) + len(edges)
@@ -261,9 +289,16 @@ def _order(target: str, nodes: list[NodeRow], edges: list[EdgeRow]) -> _Rows:
     that points to it (so no committed File is ever unlinked, and another ingest's orphan pruning cannot take
     it), then the remaining edges."""
     record = next(n for n in nodes if n.id == target)
+    others, files, links, rest = _split_files([n for n in nodes if n.id != target], edges)
+    return _Rows(record, others, files, links, rest)
+
+
+def _split_files(nodes: list[NodeRow], edges: list[EdgeRow]) -> tuple[list[NodeRow], list[NodeRow], list[EdgeRow],
+                                                                     list[EdgeRow]]:
+    """The nodes but files, the files, one edge to each file, the other edges."""
     files = [n for n in nodes if Label.FILE in n.labels]
     file_ids = {n.id for n in files}
-    others = [n for n in nodes if n.id != target and n.id not in file_ids]
+    others = [n for n in nodes if n.id not in file_ids]
     first_link: dict[str, EdgeRow] = {}
     rest = []
     for e in edges:
@@ -271,7 +306,20 @@ def _order(target: str, nodes: list[NodeRow], edges: list[EdgeRow]) -> _Rows:
             first_link[e.dst] = e
         else:
             rest.append(e)
-    return _Rows(record, others, files, [first_link[f.id] for f in files if f.id in first_link], rest)
+    return others, files, [first_link[f.id] for f in files if f.id in first_link], rest
+
+
+def _write_files_linked(chunks: Chunker, nodes: list[NodeRow], edges: list[EdgeRow]) -> None:
+    """Rows too many for one transaction: the nodes but files, then each file with one edge to it, then the other
+    edges."""
+    others, files, links, rest = _split_files(nodes, edges)
+    chunks.write(others, parallel=True)
+    by_file = {e.dst: e for e in links}
+    step = max(1, chunks.size // 2)
+    for k in range(0, len(files), step):
+        part = files[k : k + step]
+        chunks.write(part, [by_file[f.id] for f in part if f.id in by_file])
+    chunks.write((), rest)
 
 
 def _write_chunked(graph: Graph, rg: RecordGraph, late: Late | None) -> WriteCounts:
@@ -294,8 +342,9 @@ def _write_chunked(graph: Graph, rg: RecordGraph, late: Late | None) -> WriteCou
         chunks.write(rows.nodes, parallel=True)
         _fault("nodes")
         by_file = {e.dst: e for e in rows.file_links}
-        for k in range(0, len(rows.files), max(1, chunks.size // 2)):
-            part = rows.files[k : k + max(1, chunks.size // 2)]
+        step = max(1, chunks.size // 2)
+        for k in range(0, len(rows.files), step):
+            part = rows.files[k : k + step]
             chunks.write(part, [by_file[f.id] for f in part if f.id in by_file])
         _fault("files")
         chunks.write((), rows.edges)
@@ -406,3 +455,132 @@ def settle(graph: Graph, timeout: float = SETTLE_TIMEOUT_S, say: Callable[[str],
             raise GraphBusy(f"records still being swapped after {timeout:.0f} s: "
                             + ", ".join(str(r["record_id"]) for r in pending))
         time.sleep(0.2)
+
+
+def _stage_shared(rg: RecordGraph, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow],
+                  shared: set[str]) -> tuple[list[NodeRow], list[EdgeRow]]:
+    """`_stage` for a streamed record, whose rows come a chunk at a time: every node of the record is its own but
+    the shared ones (files, the archive: no `record_id` of this record), collected in `shared` as they come, so
+    an edge to an earlier chunk's node is staged too."""
+    rid = STAGED + rg.record_id
+    shared.update(n.id for n in nodes if n.props.get("record_id") != rg.record_id)
+    out_nodes = [n if n.id in shared else NodeRow(STAGED + n.id, n.labels, {**n.props, "record_id": rid})
+                 for n in nodes]
+    out_edges = [EdgeRow(e.rel, e.src if e.src in shared else STAGED + e.src, e.src_label,
+                         e.dst if e.dst in shared else STAGED + e.dst, e.dst_label, e.props) for e in edges]
+    return out_nodes, out_edges
+
+
+T = TypeVar("T")
+
+
+def _pipelined(produce: Iterator[T], consume: Callable[[T], None], ahead: int = 1) -> None:
+    """`consume` each item of `produce` while the next is produced in a thread (the builder's Python work
+    overlaps the server's), holding at most `ahead` items in between. A failure on either side stops both and
+    is raised here."""
+    handoff: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=ahead)
+    stop = threading.Event()
+
+    def put(item: tuple[str, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
+        try:
+            for item in produce:
+                if not put(("item", item)):
+                    return
+            put(("done", None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread, which raises it
+            put(("error", exc))
+
+    worker = threading.Thread(target=run, name="voe-build", daemon=True)
+    worker.start()
+    try:
+        while True:
+            kind, item = handoff.get()
+            if kind == "done":
+                return
+            if kind == "error":
+                raise item
+            consume(item)
+    finally:
+        stop.set()
+        worker.join()
+        close = getattr(produce, "close", None)
+        if close is not None:
+            close()
+
+
+def write_streamed(graph: Graph, stream: NerdmStream) -> WriteCounts:
+    """Write a streamed record (ingest/nerdm_stream.py) with the guarantees of `_write_chunked`: the Record with
+    its lease first, then each chunk of components in its own transaction while the next is built, the edges
+    held back for later chunks, then the finish (a first ingest) or the swap (a replacement). Nothing of it is
+    visible before the last step, and a failure deletes what was written. Call `stream.prepare()` first: the
+    stamp decides whether anything is written at all."""
+    rg = stream.g
+    with graph.writer() as w:
+        _previous(w, rg)
+        _refuse_if_busy(w, rg)
+    if rg.previous_state == "complete" and rg.previous_stamp == rg.stamp:
+        return WriteCounts()  # the same inputs under the same rules: nothing is built or written
+    staged = rg.previous_state == "complete"
+    target = STAGED + rg.record_id if staged else rg.record_id
+    shared: set[str] = set()
+
+    def stage(nodes: Sequence[NodeRow], edges: Sequence[EdgeRow]) -> tuple[list[NodeRow], list[EdgeRow]]:
+        rg.streamed_elements += len(nodes) + len(edges)
+        return _stage_shared(rg, nodes, edges, shared) if staged else (list(nodes), list(edges))
+
+    chunks = Chunker(graph, fresh=_OwnPrefix(rg.record_id, staged))
+    try:
+        head_nodes, head_edges = stage(*stream.head())
+        record = next(n for n in head_nodes if n.id == target)
+
+        def lease() -> WriteCounts:
+            with graph.writer() as w:
+                _write(w, [record], (), chunks.fresh)
+                w.run("ingest/mark_writing", record_id=target, writer=WRITER, replaces=rg.record_id if staged else None)
+                _write(w, [n for n in head_nodes if n is not record], head_edges, chunks.fresh)
+            return w.counts
+
+        chunks.counts.merge(_retrying(lease))
+        _fault("lease")
+        written = [0]
+
+        def write_chunk(rows: tuple[list[NodeRow], list[EdgeRow]]) -> None:
+            nodes, edges = stage(*rows)
+            if len(nodes) + len(edges) <= chunks.size:
+                chunks.counts.merge(chunks._commit(nodes, edges))
+            else:  # a chunk of many payload facts
+                _write_files_linked(chunks, nodes, edges)
+            written[0] += 1
+            if written[0] == 1:
+                _fault("nodes")
+
+        _pipelined(stream.chunks(), write_chunk)
+        _fault("files")
+        chunks.write((), stage((), stream.deferred())[1])
+        _fault("edges")
+        if not staged:
+            def finish() -> WriteCounts:
+                with graph.writer() as w:
+                    _finish(w, rg)
+                return w.counts
+
+            chunks.counts.merge(_retrying(finish))
+            return chunks.counts
+    except BaseException:
+        graph.execute_implicit("ingest/delete_record", record_id=target)
+        graph.execute("ingest/prune_orphan_files")
+        raise
+    with graph.writer() as w:
+        w.run("ingest/commit_swap", record_id=rg.record_id, staged=target, writer=WRITER)
+    _fault("commit")
+    chunks.counts.merge(finish_swap(graph, rg.record_id))
+    return chunks.counts

@@ -11,6 +11,7 @@ import hashlib
 import json
 import posixpath
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlparse
@@ -221,6 +222,45 @@ def _archive_host(header: NerdmHeader, components: list[dict[str, Any]]) -> str:
     return "unknown"
 
 
+@dataclass(frozen=True)
+class Holding:
+    """What a folder holds at a file component's filepath: `special` (the entry or a folder above it is a
+    symlink, FIFO, ...: `entry`, `kind`), `absent`, `not_regular` (became one since the listing: `kind`),
+    `unreadable` (`reason`) or `held` (`local`: its sha256 and size)."""
+
+    state: str
+    local: LocalBytes | None = None
+    entry: str = ""
+    kind: str = ""
+    reason: str = ""
+
+    def stamp_part(self, filepath: str) -> bytes:
+        """What this adds to the ingest stamp (as NerdmBuilder._hold adds it)."""
+        if self.state in ("special", "not_regular"):  # as BuilderCore._not_regular adds it
+            text = f"special:{filepath}:{self.kind}"
+        elif self.state == "held":
+            assert self.local is not None
+            text = f"held:{filepath}:{self.local.sha256}:{self.local.size}"
+        else:
+            text = f"{self.state}:{filepath}"
+        return text.encode("utf-8", "surrogatepass")
+
+
+def probe_holding(builder: BuilderCore, filepath: str) -> Holding:
+    special = builder._special_entry(filepath)
+    if special is not None:
+        return Holding("special", entry=special[0], kind=special[1])
+    if builder._entries.get(filepath) is None and builder._entries.get(filepath.rstrip("/")) != "dir":
+        return Holding("absent")
+    path = builder.root / filepath
+    try:
+        return Holding("held", hash_file(path))
+    except NotRegularFile as exc:
+        return Holding("not_regular", kind=exc.kind)
+    except OSError as exc:
+        return Holding("unreadable", reason="is a folder" if path.is_dir() else (exc.strerror or str(exc)))
+
+
 ARCHIVE_NAMES = {"data.nist.gov": "NIST Public Data Repository"}
 
 
@@ -404,32 +444,30 @@ class NerdmBuilder(BuilderCore):
 
     def _hold(self, comp: NerdmComponent, cid: str, ptr: str) -> LocalBytes | None:
         assert comp.filepath is not None
-        special = self._special_entry(comp.filepath)
-        if special is not None:
-            self._not_regular(comp.filepath, cid, ptr, *special)
+        h = self._holding(comp.filepath, cid)
+        if h.state == "special":
+            self._not_regular(comp.filepath, cid, ptr, h.entry, h.kind)
             return None
-        kind = self._entries.get(comp.filepath)
-        if kind is None and self._entries.get(comp.filepath.rstrip("/")) != "dir":
+        if h.state == "absent":
             self._stamp_parts.append(f"absent:{comp.filepath}".encode("utf-8", "surrogatepass"))
             return None
-        path = self.root / comp.filepath
-        try:
-            local = hash_file(path)
-        except NotRegularFile as exc:  # replaced by a symlink or a FIFO since the folder was listed
-            self._not_regular(comp.filepath, cid, ptr, comp.filepath, exc.kind)
+        if h.state == "not_regular":  # replaced by a symlink or a FIFO since the folder was listed
+            self._not_regular(comp.filepath, cid, ptr, comp.filepath, h.kind)
             return None
-        except OSError as exc:
-            reason = "is a folder" if path.is_dir() else (exc.strerror or str(exc))
-            self.defect("file.read", cid, Label.COMPONENT, f"{ptr}/filepath", f"{comp.filepath}: cannot be read ({reason})",
-                        path=comp.filepath)
-            self.g.problems.append(InputError(f"payload cannot be read ({reason})", path=str(path)))
+        path = self.root / comp.filepath
+        if h.state == "unreadable":
+            self.defect("file.read", cid, Label.COMPONENT, f"{ptr}/filepath",
+                        f"{comp.filepath}: cannot be read ({h.reason})", path=comp.filepath)
+            self.g.problems.append(InputError(f"payload cannot be read ({h.reason})", path=str(path)))
             self._stamp_parts.append(f"unreadable:{comp.filepath}".encode("utf-8", "surrogatepass"))
             return None
-        self.held(path, comp.filepath, local, cid, parse=comp.kind is not Label.CHECKSUM_FILE)
-        return local
+        assert h.local is not None
+        self.held(path, comp.filepath, h.local, cid, parse=comp.kind is not Label.CHECKSUM_FILE)
+        return h.local
 
-
-
+    def _holding(self, filepath: str, cid: str) -> Holding:
+        """What the folder holds at a file component's filepath (a streamed record looked in its first pass)."""
+        return probe_holding(self, filepath)
 
     # -- evidence objects ---------------------------------------------------------------------
     def _evidence(self, parsed: list[tuple[int, NerdmComponent, str]]) -> None:

@@ -13,6 +13,7 @@ validators refuse, recursion) is a violation at the object it was checking, nami
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -125,74 +126,100 @@ class NerdmSchemas:
         return None
 
     def validate(self, record: dict[str, Any]) -> list[Violation]:
-        found: dict[tuple[str, str], Violation] = {}
-
-        def check(obj: Any, uri: str, prefix: str) -> None:
-            validator = self._validator(uri)
-            if validator is None:
-                return
-            try:
-                try:
-                    self._fast_check(uri)(obj)
-                    return
-                except fastjsonschema.JsonSchemaException:
-                    pass  # fall through to the authoritative check (JsonSchemaDefinitionException included)
-                for err in validator.iter_errors(obj):
-                    ptr = prefix + _pointer(err.absolute_path)
-                    found.setdefault((ptr, err.message), Violation(ptr, err.message[:500], uri))
-            except Exception as exc:  # noqa: BLE001 - a schema that cannot be applied is a finding, not a crash
-                msg = f"the schema could not be applied ({type(exc).__name__}: {str(exc)[:300]})"
-                found.setdefault((prefix, msg), Violation(prefix, msg, uri))
-
-        def extensions(obj: dict[str, Any], prefix: str) -> list[str]:
-            """The recognised extension URIs of obj; one that names nothing in its schema is a violation."""
-            out = []
-            value = obj.get("_extensionSchemas")
-            for j, uri in enumerate(value if isinstance(value, list) else []):
-                if not isinstance(uri, str) or self._validator_base(uri) is None:
-                    continue
-                reason = self.unresolvable(uri)
-                if reason is not None:
-                    ptr = f"{prefix}/_extensionSchemas/{j}"
-                    found.setdefault((ptr, reason), Violation(ptr, f"extension schema {uri} {reason}", uri))
-                else:
-                    out.append(uri)
-            return out
-
-        # The core schema declares `components` with uniqueItems, which jsonschema checks pairwise
-        # (quadratic: minutes at 10k components). Validate the record without its components, then each
-        # component against the core Component definition and its own extensions, and check uniqueness
-        # with a hash set: the same verdicts, in linear time.
-        core = record.get("_schema")
+        check = self.checker()
         components = record.get("components")
-        shell = {**record, "components": []} if isinstance(components, list) else record
-        if isinstance(core, str):
-            reason = self.unresolvable(core) if self._validator_base(core) else None
-            if reason is not None:
-                found[("/_schema", reason)] = Violation("/_schema", f"core schema {core} {reason}", core)
-            else:
-                check(shell, core, "")
-        for uri in extensions(record, ""):
-            check(shell, uri, "")
+        check.shell({**record, "components": []} if isinstance(components, list) else record)
         if isinstance(components, list):
-            core_component = f"{core.split('#', 1)[0]}#/definitions/Component" if isinstance(core, str) else None
-            seen: dict[bytes, int] = {}
             for i, comp in enumerate(components):
-                # NERDm extension definitions (pub DataFile, ChecksumFile, ...) include the core Component
-                # by allOf, so the core definition is checked directly only where no extension applies.
-                applied = extensions(comp, f"/components/{i}") if isinstance(comp, dict) else []
-                for uri in applied:
-                    check(comp, uri, f"/components/{i}")
-                if core_component and not applied:
-                    check(comp, core_component, f"/components/{i}")
-                key = canonical(comp)  # RFC 8785: 1 and 1.0 are one number, as uniqueItems compares them
-                if key in seen:
-                    ptr = f"/components/{i}"
-                    found.setdefault((ptr, "uniqueItems"), Violation(
-                        ptr, f"duplicate of /components/{seen[key]} (components must be unique)", str(core)))
-                else:
-                    seen[key] = i
-        return sorted(found.values(), key=lambda v: (v.pointer, v.message))
+                check.component(i, comp)
+        return check.take()
+
+    def checker(self) -> SchemaCheck:
+        """An incremental check: the record's shell first, then its components one at a time (a streamed
+        record is never whole in memory)."""
+        return SchemaCheck(self)
+
+
+class SchemaCheck:
+    """The checks of `NerdmSchemas.validate`, fed the record's shell (the record with `components: []`) and then
+    each component in order. The core schema declares `components` with uniqueItems, which jsonschema checks
+    pairwise (quadratic: minutes at 10k components); each component is checked against the core Component
+    definition and its own extensions, and uniqueness with a set of digests: the same verdicts, in linear time
+    and with 16 bytes held per component."""
+
+    def __init__(self, schemas: NerdmSchemas) -> None:
+        self.schemas = schemas
+        self.found: dict[tuple[str, str], Violation] = {}
+        self.core: Any = None
+        self.core_component: str | None = None
+        self._seen: dict[bytes, int] = {}
+
+    def _check(self, obj: Any, uri: str, prefix: str) -> None:
+        validator = self.schemas._validator(uri)
+        if validator is None:
+            return
+        try:
+            try:
+                self.schemas._fast_check(uri)(obj)
+                return
+            except fastjsonschema.JsonSchemaException:
+                pass  # fall through to the authoritative check (JsonSchemaDefinitionException included)
+            for err in validator.iter_errors(obj):
+                ptr = prefix + _pointer(err.absolute_path)
+                self.found.setdefault((ptr, err.message), Violation(ptr, err.message[:500], uri))
+        except Exception as exc:  # noqa: BLE001 - a schema that cannot be applied is a finding, not a crash
+            msg = f"the schema could not be applied ({type(exc).__name__}: {str(exc)[:300]})"
+            self.found.setdefault((prefix, msg), Violation(prefix, msg, uri))
+
+    def _extensions(self, obj: dict[str, Any], prefix: str) -> list[str]:
+        """The recognised extension URIs of obj; one that names nothing in its schema is a violation."""
+        out = []
+        value = obj.get("_extensionSchemas")
+        for j, uri in enumerate(value if isinstance(value, list) else []):
+            if not isinstance(uri, str) or self.schemas._validator_base(uri) is None:
+                continue
+            reason = self.schemas.unresolvable(uri)
+            if reason is not None:
+                ptr = f"{prefix}/_extensionSchemas/{j}"
+                self.found.setdefault((ptr, reason), Violation(ptr, f"extension schema {uri} {reason}", uri))
+            else:
+                out.append(uri)
+        return out
+
+    def shell(self, shell: dict[str, Any]) -> None:
+        """The record without its components (`components: []` when it has a list of them)."""
+        core = self.core = shell.get("_schema")
+        if isinstance(core, str):
+            reason = self.schemas.unresolvable(core) if self.schemas._validator_base(core) else None
+            if reason is not None:
+                self.found[("/_schema", reason)] = Violation("/_schema", f"core schema {core} {reason}", core)
+            else:
+                self._check(shell, core, "")
+        for uri in self._extensions(shell, ""):
+            self._check(shell, uri, "")
+        self.core_component = f"{core.split('#', 1)[0]}#/definitions/Component" if isinstance(core, str) else None
+
+    def component(self, i: int, comp: Any) -> None:
+        prefix = f"/components/{i}"
+        # NERDm extension definitions (pub DataFile, ChecksumFile, ...) include the core Component by allOf,
+        # so the core definition is checked directly only where no extension applies.
+        applied = self._extensions(comp, prefix) if isinstance(comp, dict) else []
+        for uri in applied:
+            self._check(comp, uri, prefix)
+        if self.core_component and not applied:
+            self._check(comp, self.core_component, prefix)
+        # RFC 8785: 1 and 1.0 are one number, as uniqueItems compares them
+        key = hashlib.blake2b(canonical(comp), digest_size=16).digest()
+        first = self._seen.setdefault(key, i)
+        if first != i:
+            self.found.setdefault((prefix, "uniqueItems"), Violation(
+                prefix, f"duplicate of /components/{first} (components must be unique)", str(self.core)))
+
+    def take(self) -> list[Violation]:
+        """What was found since the last call, ordered by pointer and message."""
+        out = sorted(self.found.values(), key=lambda v: (v.pointer, v.message))
+        self.found = {}
+        return out
 
 
 @lru_cache(maxsize=4)

@@ -16,10 +16,12 @@ from ingest.builder import BuilderCore, RecordGraph
 from ingest.catalog import catalog_builders, looks_like_catalog
 from ingest.files import SPECIAL_NAMES, entry_kind, hash_file, iter_entries
 from ingest.folder import FolderBuilder, distinct_folder_ark, folder_ark
-from ingest.loader import clean_stale, write_record
-from ingest.nerdm import NERDM_FILENAME, open_record
+from ingest.loader import clean_stale, write_record, write_streamed
+from ingest.nerdm import NERDM_FILENAME, find_record_file, open_record
+from ingest.nerdm_stream import NerdmStream, NotStreamable, open_streamed
 from voe.errors import GraphBusy, GraphUnavailable, InputError
 from voe.graph import Graph, WriteCounts, storable, storable_key
+from voe.settings import settings
 
 REPORT_VERSION = 1
 log = logging.getLogger(__name__)
@@ -163,8 +165,17 @@ class Totals:
 def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | None, pool: ThreadPoolExecutor,
                 report: IngestReport, totals: Totals, say: Callable[[str], None], stage: list[str]) -> None:
     """`stage[0]` says what is being done, for the report of a failure nobody foresaw."""
-    for kind, builder in _builders(path, schemas is not None, graph):
+    for kind, builder in _builders(path, schemas, graph):
         t0 = time.perf_counter()
+        if isinstance(builder, NerdmStream):
+            stage[0] = "reading the record file's components"
+            builder.prepare()
+            stage[0] = f"building and writing {builder.rec_id} a chunk of components at a time"
+            builder.on_document = _files_progress(path, say)
+            counts = write_streamed(graph, builder)
+            _account(builder.g, counts, t0, path, report, totals, say)
+            stage[0] = "reading it"
+            continue
         # Schema validation (pure Python) runs in a thread while the subgraph is built and Neo4j applies the
         # first writes; its defects are written last, in the same transaction.
         late = None
@@ -220,7 +231,23 @@ def _folder_builder(path: Path, graph: Graph) -> FolderBuilder:
     return FolderBuilder(path)
 
 
-def _builders(path: Path, validated: bool, graph: Graph) -> list[tuple[str, BuilderCore]]:
+def _nerdm(path: Path, schemas: nerdm_schema.NerdmSchemas | None) -> BuilderCore:
+    """A NERDm record: read whole, or in passes when its file is VOE_STREAM_BYTES or larger and the first pass
+    finds nothing that the in-memory reader should name (ingest/nerdm_stream.py)."""
+    record_file = find_record_file(path)
+    try:
+        large = record_file.stat().st_size >= settings().voe_stream_bytes
+    except OSError:
+        large = False  # open_record says what is wrong with it
+    if large:
+        try:
+            return open_streamed(record_file, schemas)
+        except NotStreamable as exc:
+            log.info("%s: read whole (%s)", record_file, exc)
+    return open_record(path, schemas is not None)
+
+
+def _builders(path: Path, schemas: nerdm_schema.NerdmSchemas | None, graph: Graph) -> list[tuple[str, BuilderCore]]:
     """What the path is, by content: a NERDm record (folder or file), a plain folder, or a facts catalog."""
     if not path.exists():
         raise InputError("path does not exist", path=str(path))
@@ -230,7 +257,7 @@ def _builders(path: Path, validated: bool, graph: Graph) -> list[tuple[str, Buil
                          path=str(path))
     if path.is_dir():
         if (path / NERDM_FILENAME).exists() or (path / NERDM_FILENAME).is_symlink():
-            return [("nerdm", open_record(path, validated))]
+            return [("nerdm", _nerdm(path, schemas))]
         if all(kind == "dir" for _, kind in iter_entries(path)):  # stops at the first entry that is not a folder
             raise InputError("folder is empty: no nerdm.json and no files to ingest", path=str(path))
         return [("folder", _folder_builder(path, graph))]
@@ -241,7 +268,7 @@ def _builders(path: Path, validated: bool, graph: Graph) -> list[tuple[str, Buil
     if looks_like_catalog(head):
         return [("catalog", b) for b in catalog_builders(path, hash_file(path, follow_symlinks=True),
                                                           path.read_bytes())]
-    return [("nerdm", open_record(path, validated))]
+    return [("nerdm", _nerdm(path, schemas))]
 
 
 def _account(rg: RecordGraph, counts: WriteCounts, t0: float, path: Path, report: IngestReport, totals: Totals,
@@ -258,7 +285,7 @@ def _account(rg: RecordGraph, counts: WriteCounts, t0: float, path: Path, report
     report.cells += rg.cells
     report.records += 1
     report.files += rg.files
-    report.elements_written += len(rg.nodes) + len(rg.edges) + rg.late_elements
+    report.elements_written += len(rg.nodes) + len(rg.edges) + rg.late_elements + rg.streamed_elements
     for key in totals.graph:
         totals.graph[key] += getattr(counts, key)
     unchanged = rg.previous_stamp == rg.stamp and rg.previous_state == "complete"

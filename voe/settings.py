@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = var("OPENAI_API_KEY", None, "its key (never written to a run folder, cache or log)")
     voe_prices: Path | None = var("VOE_PRICES", None, "price table for agent runs' cost (`--prices`)")
     source_date_epoch: str | None = var("SOURCE_DATE_EPOCH", None, "`voe export`'s datePublished (reproducible builds)")
+    voe_stream_bytes: int = var("VOE_STREAM_BYTES", 32 << 20,
+                                "a NERDm record file of this many bytes or more is read in passes and written a "
+                                "chunk of components at a time (memory that does not grow with the record)")
     voe_fault_at: str | None = var("VOE_FAULT_AT", None, "test hook: kill an ingest at this step")
 
     @property

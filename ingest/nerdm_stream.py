@@ -1,0 +1,456 @@
+"""A NERDm record too large to hold in memory, read in passes over its file and built a chunk of components at a
+time, so memory does not grow with the record (issue 13: a million components under 1 GiB).
+
+The same rows as `NerdmBuilder.build` (the class reuses its component, sidecar, defect and sealing code; the
+graph is compared with the in-memory build's in tests/ingest/test_write_paths.py), in another order:
+
+1. `scan`: the whole file through ijson's C parser: its JSON syntax, nesting depth, the header (every top-level
+   member but `components`), the number of components, and the file's sha256. A file this pass cannot read
+   (malformed, nested too deep, numbers beyond 64 bits, a second `components`) is read by the in-memory path
+   instead, which reads what it can and names the rest as it always has.
+2. `prepare`: the components once more, keeping per component only what later components need (its index by
+   @id for duplicates and sidecar targets, subcollections, DataFiles per folder), looking at every payload the
+   folder holds (hashed once; the build reuses the digest), the ingest stamp, and the span hash of the whole
+   record file (RFC 8785 is built from its parts).
+3. `head`, then `chunks()`: the Record with its file, archive, references and schema findings on the record,
+   then each chunk of components with their locations, files, payload facts, evidence, defects and schema
+   findings, sealed and stamped. An edge to a component of a later chunk (a sidecar before the file it
+   describes, a file before its subcollection) is held back and returned by `deferred()`.
+
+Between the passes the file must not change: each pass hashes what it reads, and a difference is an
+InputError (nothing of the record is kept).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import ijson
+
+from ingest import ids
+from ingest.builder import Origin, _stamp
+from ingest.evidence import evidence_kind
+from ingest.files import LocalBytes, list_entries
+from ingest.nerdm import (
+    ARCHIVE_NAMES,
+    EVIDENCE_FIELDS,
+    HEADER_PROPS,
+    MAX_JSON_DEPTH,
+    Holding,
+    NerdmBuilder,
+    NerdmComponent,
+    NerdmHeader,
+    _archive_host,
+    _lenient,
+    _parse_component,
+    probe_holding,
+)
+from ingest.nerdm_schema import NerdmSchemas
+from voe.canonical import canonical
+from voe.errors import InputError
+from voe.graph import EdgeRow, NodeRow
+from voe.ontology import Label, Rel
+
+CHUNK_COMPONENTS = 4000  # about 26k nodes and edges for a record of files and sidecars: one write transaction
+READ_BYTES = 1 << 20
+_BOM = b"\xef\xbb\xbf"
+
+
+class _Hashing:
+    """A binary file that hashes what is read from it (ijson reads through it)."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.f, self.sha, self.size = f, hashlib.sha256(), 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.sha.update(data)
+        self.size += len(data)
+        return data
+
+
+def _open(path: Path) -> tuple[IO[bytes], _Hashing]:
+    f = path.open("rb")
+    hashing = _Hashing(f)
+    head = f.read(3)
+    hashing.sha.update(head)
+    hashing.size += len(head)
+    if head != _BOM:  # json.loads of utf-8-sig text skips a BOM; yajl does not
+        f.seek(0)
+        hashing.sha, hashing.size = hashlib.sha256(), 0
+    return f, hashing
+
+
+@dataclass
+class Scan:
+    """What the first pass learned of a record file."""
+
+    header: dict[str, Any]
+    count: int
+    sha256: str
+    size: int
+
+
+class NotStreamable(Exception):
+    """The first pass cannot read the file the way the streamed build would; the in-memory path reads it."""
+
+
+_START = frozenset({"start_map", "start_array"})
+_END = frozenset({"end_map", "end_array"})
+
+
+def scan(path: Path) -> Scan:
+    """Pass 1. Raises NotStreamable for anything the in-memory reader should judge (and name)."""
+    f, hashing = _open(path)
+    header: dict[str, Any] = {}
+    count = depth = 0
+    key: str | None = None
+    builder: Any = None  # the header member being read
+    seen_components = in_components = False
+    try:
+        with f:
+            events = ijson.basic_parse(hashing, use_float=True, buf_size=READ_BYTES)
+            first = next(events, None)
+            if first is None or first[0] != "start_map":
+                raise NotStreamable("top level is not an object")
+            depth = 1
+            for event, value in events:
+                if in_components:  # count the items, hold none of them
+                    if event in _START:
+                        depth += 1
+                        if depth == 3:
+                            count += 1
+                        elif depth > MAX_JSON_DEPTH:
+                            raise NotStreamable("nested too deep")
+                    elif event in _END:
+                        depth -= 1
+                        in_components = depth > 1
+                    elif depth == 2:
+                        count += 1
+                    continue
+                if builder is not None:
+                    builder.event(event, value)
+                    if event in _START:
+                        depth += 1
+                        if depth > MAX_JSON_DEPTH:
+                            raise NotStreamable("nested too deep")
+                    elif event in _END:
+                        depth -= 1
+                        if depth == 1:
+                            header[str(key)] = builder.value  # a repeated key: the last one, as json.loads
+                            builder = None
+                    continue
+                if event == "map_key":
+                    key = value
+                    if key == "components":
+                        if seen_components:
+                            raise NotStreamable("two components members")
+                        seen_components = True
+                elif event == "end_map":
+                    depth = 0
+                elif key == "components":
+                    if event != "start_array":
+                        raise NotStreamable("components is not a list")
+                    in_components, depth = True, 2
+                elif event in _START:
+                    builder = ijson.ObjectBuilder()
+                    builder.event(event, value)
+                    depth = 2
+                else:
+                    header[str(key)] = value
+    except ijson.JSONError as exc:
+        raise NotStreamable(str(exc).splitlines()[0]) from exc
+    except OSError as exc:
+        raise InputError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from exc
+    return Scan(header, count, hashing.sha.hexdigest(), hashing.size)
+
+
+def _key(nerdm_id: str) -> bytes:
+    # 16 bytes per component instead of its @id: a million of them fit in tens of MB
+    return hashlib.blake2b(nerdm_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+@dataclass
+class _Target:
+    """What a sidecar needs of the component it describes."""
+
+    index: int
+    checksum_hash: str | None
+    filepath: str | None
+
+
+class _Targets:
+    """`by_nerdm_id` of NerdmBuilder._sidecar, from the first pass's index: (index, component, id)."""
+
+    def __init__(self, stream: NerdmStream) -> None:
+        self.stream = stream
+
+    def get(self, nerdm_id: str) -> tuple[int, NerdmComponent, str] | None:
+        found = self.stream._index.get(_key(nerdm_id))
+        if found is None:
+            return None
+        target = found if isinstance(found, _Target) else _Target(found, None, None)
+        comp = NerdmComponent.model_validate({"@id": nerdm_id, "filepath": target.filepath,
+                                              "checksum": {"hash": target.checksum_hash}})
+        tid = ids.component_id(self.stream.rec_id, nerdm_id)
+        self.stream._later[tid] = target.index
+        return target.index, comp, tid
+
+
+class NerdmStream(NerdmBuilder):
+    """A NERDm record folder whose record file is read in passes (module docstring). Use: `prepare()`, then
+    `head()`, each of `chunks()`, `deferred()`; `g` holds the counters (its node and edge lists only the rows of
+    the latest step)."""
+
+    def __init__(self, record_file: Path, scanned: Scan, schemas: NerdmSchemas | None,
+                 chunk_components: int | None = None) -> None:
+        self.scanned = scanned
+        self.count = scanned.count
+        self.chunk_components = chunk_components or CHUNK_COMPONENTS
+        self._check = schemas.checker() if schemas is not None else None
+        # the components list is as long as the record's, filled with the current chunk's components only, so
+        # JSON pointers into them resolve as in the whole document (8 bytes per component)
+        self._window: list[Any] = [None] * scanned.count
+        doc = {**scanned.header, "components": self._window}
+        self.record_file = record_file
+        self.root = record_file.parent
+        self.doc = doc
+        self.file_sha = scanned.sha256
+        self.file_size = scanned.size
+        self.provenance = "nist_bytes"
+        self.validated = schemas is not None
+        try:
+            self.header, self._header_unread = _lenient(NerdmHeader, doc)
+        except Exception as exc:  # noqa: BLE001 - the in-memory path names the field (pipeline falls back)
+            raise NotStreamable(f"header: {exc}") from exc
+        self._start(self.header.ark, ids.record_id(self.header.ark, self.header.version), self.header.version,
+                    self.header.title, [self.file_sha.encode(), b"schema" if self.validated else b"no-schema"])
+        self._entries = list_entries(self.root)
+        self._any_special = any(kind not in ("file", "dir") for kind in self._entries.values())
+        self._index: dict[bytes, int | _Target] = {}
+        self._folders: dict[str, str] = {}
+        self._folder_index: dict[str, int] = {}
+        self._direct_files: Counter[str] = Counter()
+        self._holdings: dict[str, Holding] = {}
+        self._later: dict[str, int] = {}
+        self._deferred: list[EdgeRow] = []
+        self._all_files: set[str] = set()
+        self._whole_span = ""
+        self._first_urls: list[Any] = []
+
+    # -- pass 2 ----------------------------------------------------------------------------------
+    def _items(self) -> Iterator[Any]:
+        """The components, in order, from a fresh read of the file; the file must still be the one scanned."""
+        f, hashing = _open(self.record_file)
+        with f:
+            try:
+                yield from ijson.items(hashing, "components.item", use_float=True, buf_size=READ_BYTES)
+                while hashing.read(READ_BYTES):
+                    pass
+            except (ijson.JSONError, OSError) as exc:
+                raise InputError(f"changed or became unreadable while it was read ({exc}); run again",
+                                 path=str(self.record_file)) from exc
+        if hashing.sha.hexdigest() != self.file_sha:
+            raise InputError("changed while it was read (its sha256 differs between two reads); run again",
+                             path=str(self.record_file))
+
+    def prepare(self) -> str:
+        """Pass 2: the index, the folder's payloads, the stamp and the whole file's span hash. Returns the stamp."""
+        stamp = hashlib.sha256()
+        parts = self._stamp_parts
+        stamp.update(b"\0".join(parts))
+        sentinel = f"\0voe-components-{self.file_sha}"
+        marker = b'"components":' + canonical(sentinel)
+        before, found, after = canonical({**self.scanned.header, "components": sentinel}).partition(marker)
+        if not found:  # pragma: no cover - a key `components` at the top level is canonical as written
+            raise NotStreamable("the record's canonical form has no components member")
+        span = hashlib.sha256(before + b'"components":[')
+        for i, raw in enumerate(self._items()):
+            span.update(canonical(raw) if i == 0 else b"," + canonical(raw))
+            if i < 5 and isinstance(raw, dict):
+                self._first_urls.append(raw.get("downloadURL"))
+            read = _parse_component(raw)
+            if read is None:
+                continue
+            comp = read[0]
+            key = _key(comp.nerdm_id)
+            if key in self._index:
+                continue  # a duplicate @id: reported and skipped by the build, as NerdmBuilder does
+            cid = ids.component_id(self.rec_id, comp.nerdm_id)
+            declared = comp.checksum.hash if comp.checksum else None
+            self._index[key] = _Target(i, declared, comp.filepath) if declared or comp.filepath else i
+            kind = comp.kind
+            if kind is Label.SUBCOLLECTION and comp.filepath:
+                self._folders[comp.filepath] = cid  # the last of a filepath, as the in-memory dict
+                self._folder_index[cid] = i
+            if comp.filepath and kind is Label.DATA_FILE:
+                self._direct_files[posixpath.dirname(comp.filepath.rstrip("/"))] += 1
+            part = None
+            if kind in (Label.DATA_FILE, Label.CHECKSUM_FILE) and comp.filepath:
+                h = probe_holding(self, comp.filepath)
+                part = h.stamp_part(comp.filepath)
+                if h.state not in ("special", "absent"):
+                    self._holdings[cid] = h
+            elif kind is Label.SUBCOLLECTION and comp.filepath:
+                special = self._special_entry(comp.filepath)
+                if special is not None:
+                    part = f"special:{comp.filepath}:{special[1]}".encode("utf-8", "surrogatepass")
+            if part is not None:
+                stamp.update(b"\0" + part)
+        span.update(b"]" + after)
+        self._whole_span = span.hexdigest()
+        self.g.stamp = stamp.hexdigest()[:16]
+        return self.g.stamp
+
+    def _holding(self, filepath: str, cid: str) -> Holding:
+        held = self._holdings.pop(cid, None)
+        return held if held is not None else probe_holding(self, filepath)
+
+    def _span(self, pointer: str, value: Any) -> str:
+        return self._whole_span if pointer == "" else super()._span(pointer, value)
+
+    # -- pass 3 ----------------------------------------------------------------------------------
+    def _fresh_rows(self) -> None:
+        """Rows and per-row state start again for each step (what later steps need is in the index)."""
+        self.g.nodes, self.g.edges = [], []
+        self._locations, self._files, self._file_rows = set(), set(), {}
+        self._origins, self._located, self._doc_info = {}, None, {}
+        self._unread, self._absent_status = {}, {}
+        self._stamp_parts = []  # the stamp was taken in the first pass
+
+    def _finish_rows(self, first: bool) -> tuple[list[NodeRow], list[EdgeRow]]:
+        self._seal(first=first)
+        _stamp(self.g.nodes, self.g.edges, self.g.stamp)
+        self._all_files |= self._files
+        self.g.files = len(self._all_files)
+        nodes, edges = self.g.nodes, self.g.edges
+        self.g.nodes, self.g.edges = [], []
+        return nodes, edges
+
+    def head(self) -> tuple[list[NodeRow], list[EdgeRow]]:
+        """The Record, its file and archive, its references and the schema's findings on the record itself."""
+        self._fresh_rows()
+        doc, h = self.doc, self.header
+        host = _archive_host(h, [{"downloadURL": u} for u in self._first_urls])
+        arch = ids.archive_id(host)
+        fid = self.file(LocalBytes(self.record_file, self.file_sha, self.file_size), origin="nerdm")
+        self.g.nodes.append(NodeRow(arch, (Label.ARCHIVE,), {"host": host, "name": ARCHIVE_NAMES.get(host, host)}))
+        record_props = {
+            "ark": h.ark, "ediid": h.ediid, "version": h.version, "doi": h.doi, "title": h.title,
+            "landing_page": h.landingPage, "modified": h.modified, "issued": h.issued,
+            "schema": h.schema_uri, "source_path": self.record_file.name, "source_sha256": self.file_sha,
+            "component_count": self.count, "ingest_state": "writing",
+        }
+        for key, value in self._header_unread.items():
+            if key in HEADER_PROPS:
+                record_props[HEADER_PROPS[key]] = value
+        self.g.nodes.append(NodeRow(self.rec_id, (Label.RECORD,), self._owned(record_props)))
+        self.g.edges.append(EdgeRow(Rel.CONTAINS, arch, Label.ARCHIVE, self.rec_id, Label.RECORD))
+        self.g.edges.append(EdgeRow(Rel.STORED_AS, self.rec_id, Label.RECORD, fid, Label.FILE,
+                                    {"path": self.record_file.name}))
+        self.g.edges.append(EdgeRow(Rel.LOCATED_AT, self.rec_id, Label.RECORD, self.location("", doc),
+                                    Label.SOURCE_LOCATION))
+        self._references()
+        if self._check is not None:
+            self._check.shell({**self.scanned.header, "components": []})
+            self._schema_found()
+        return self._finish_rows(first=True)
+
+    def chunks(self) -> Iterator[tuple[list[NodeRow], list[EdgeRow]]]:
+        """Each chunk of components as sealed, stamped rows; edges to later components are held back."""
+        batch: list[tuple[int, Any]] = []
+        for i, raw in enumerate(self._items()):
+            batch.append((i, raw))
+            if len(batch) >= self.chunk_components:
+                yield self._chunk(batch)
+                batch = []
+        if batch:
+            yield self._chunk(batch)
+
+    def _chunk(self, batch: list[tuple[int, Any]]) -> tuple[list[NodeRow], list[EdgeRow]]:
+        self._fresh_rows()
+        self._later = {}
+        window = self._window
+        for i, raw in batch:
+            window[i] = raw
+        targets = _Targets(self)
+        for i, raw in batch:
+            read = _parse_component(raw)
+            if read is None:
+                if not self.validated:
+                    self.defect("nerdm.schema", self.rec_id, Label.RECORD, f"/components/{i}",
+                                "component has no string @id")
+            else:
+                comp, unread = read
+                if unread:
+                    self._unread[i] = unread
+                cid = ids.component_id(self.rec_id, comp.nerdm_id)
+                found = self._index.get(_key(comp.nerdm_id))
+                first = found.index if isinstance(found, _Target) else found
+                if first != i:
+                    self.defect("nerdm.schema", self.rec_id, Label.RECORD, f"/components/{i}/@id",
+                                f"duplicate component @id {comp.nerdm_id!r}")
+                else:
+                    self._component(i, comp, cid, self._folders, targets)  # type: ignore[arg-type]
+                    self._one_evidence(i, comp, cid)
+            if self._check is not None:
+                self._check.component(i, raw)
+        self._schema_found()
+        end = batch[-1][0]
+        ahead = {id(e) for e in self.g.edges if e.rel in (Rel.PART_OF, Rel.DESCRIBES)
+                 and (self._folder_index.get(e.dst, -1) if e.rel == Rel.PART_OF else self._later.get(e.dst, -1)) > end}
+        nodes, edges = self._finish_rows(first=False)
+        for i, _ in batch:
+            window[i] = None
+        if ahead:
+            self._deferred += [e for e in edges if id(e) in ahead]
+            edges = [e for e in edges if id(e) not in ahead]
+        return nodes, edges
+
+    def deferred(self) -> list[EdgeRow]:
+        """Edges to components of a later chunk, sealed and stamped: written after every chunk."""
+        out, self._deferred = self._deferred, []
+        return out
+
+    def _one_evidence(self, i: int, comp: NerdmComponent, cid: str) -> None:
+        """NerdmBuilder._evidence for one component (the DataFiles per folder come from the first pass)."""
+        if not comp.filepath or comp.kind not in (Label.SUBCOLLECTION, Label.DATA_FILE):
+            return
+        if comp.kind is Label.DATA_FILE and "/" in comp.filepath.strip("/"):
+            return
+        info = self._doc_info.get(cid)
+        kind, rule = evidence_kind(comp.filepath, comp.title, comp.mediaType, info[1].format if info else None,
+                                   is_folder=comp.kind is Label.SUBCOLLECTION)
+        members = self._direct_files[comp.filepath.rstrip("/")] if comp.kind is Label.SUBCOLLECTION else 0
+        eid = self.add_evidence(comp.filepath, kind, rule, comp.title or comp.filepath, cid,
+                                [self.location(f"/components/{i}", self._window[i])],
+                                provenance=self.provenance, members=members)
+        self._origins[eid] = Origin(f"/components/{i}", cid, Label.COMPONENT, fields=EVIDENCE_FIELDS)
+
+    def _schema_found(self) -> None:
+        """The schema check's findings so far as defects (NerdmBuilder.schema_defects, one chunk at a time)."""
+        assert self._check is not None
+        for v in self._check.take():
+            subject, label = self.rec_id, Label.RECORD
+            parts = v.pointer.split("/")
+            if len(parts) > 2 and parts[1] == "components" and parts[2].isdigit():
+                raw_comp = self._window[int(parts[2])]
+                nid = raw_comp.get("@id") if isinstance(raw_comp, dict) else None
+                if isinstance(nid, str):
+                    found = self._index.get(_key(nid))
+                    first = found.index if isinstance(found, _Target) else found
+                    if first == int(parts[2]):
+                        subject, label = ids.component_id(self.rec_id, nid), Label.COMPONENT
+            self.defect("nerdm.schema", subject, label, v.pointer, f"{v.message} (schema {v.schema})")
+
+
+def open_streamed(record_file: Path, schemas: NerdmSchemas | None,
+                  chunk_components: int | None = None) -> NerdmStream:
+    """Pass 1 and the builder; raises NotStreamable when the in-memory path should read the file."""
+    return NerdmStream(record_file, scan(record_file), schemas, chunk_components)
