@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from neo4j.exceptions import Neo4jError
 
 from ingest.builder import RecordGraph
+from voe import collector
 from voe.errors import GraphBusy
 from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow, WriteCounts
 from voe.ontology import Label
@@ -538,6 +539,13 @@ def write_streamed(graph: Graph, stream: NerdmStream) -> WriteCounts:
         return _stage_shared(rg, nodes, edges, shared) if staged else (list(nodes), list(edges))
 
     chunks = Chunker(graph, fresh=_OwnPrefix(rg.record_id, staged))
+    with collector.relaxed():  # after prepare(): the index it built is frozen out of the collector's view
+        return _write_stream_steps(graph, stream, rg, staged, target, stage, chunks)
+
+
+def _write_stream_steps(graph: Graph, stream: NerdmStream, rg: RecordGraph, staged: bool, target: str,
+                        stage: Callable[[Sequence[NodeRow], Sequence[EdgeRow]], tuple[list[NodeRow], list[EdgeRow]]],
+                        chunks: Chunker) -> WriteCounts:
     try:
         head_nodes, head_edges = stage(*stream.head())
         record = next(n for n in head_nodes if n.id == target)

@@ -401,7 +401,8 @@ class NerdmStream(NerdmBuilder):
                     self._one_evidence(i, comp, cid)
             if self._check is not None:
                 self._check.component(i, raw)
-        self._schema_found()
+        if self._check is not None:
+            self._schema_found()
         end = batch[-1][0]
         ahead = {id(e) for e in self.g.edges if e.rel in (Rel.PART_OF, Rel.DESCRIBES)
                  and (self._folder_index.get(e.dst, -1) if e.rel == Rel.PART_OF else self._later.get(e.dst, -1)) > end}

@@ -19,6 +19,7 @@ from ingest.folder import FolderBuilder, distinct_folder_ark, folder_ark
 from ingest.loader import clean_stale, write_record, write_streamed
 from ingest.nerdm import NERDM_FILENAME, find_record_file, open_record
 from ingest.nerdm_stream import NerdmStream, NotStreamable, open_streamed
+from voe import collector
 from voe.errors import GraphBusy, GraphUnavailable, InputError
 from voe.graph import Graph, WriteCounts, storable, storable_key
 from voe.settings import settings
@@ -184,9 +185,10 @@ def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | N
             late = lambda b=builder, p=pending: b.schema_defects(_violations(p, path, say))  # noqa: E731
         stage[0] = f"building the {kind} record"
         builder.on_document = _files_progress(path, say)
-        rg = builder.build()
-        stage[0] = f"writing {rg.record_id} to the graph"
-        counts = write_record(graph, rg, late)
+        with collector.relaxed():
+            rg = builder.build()
+            stage[0] = f"writing {rg.record_id} to the graph"
+            counts = write_record(graph, rg, late)
         _account(rg, counts, t0, path, report, totals, say)
         stage[0] = "reading it"
 
