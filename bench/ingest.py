@@ -1,14 +1,19 @@
 """Ingest benchmark: graph elements written per second, seconds and peak memory.
 
-Cases: the real record mds2-4103 (552 components); generated NERDm records of 10k and 100k components
+Cases: the real record mds2-4103 (552 components); generated NERDm records of 10k, 100k and 300k components
 (half DataFiles, half their .sha256 sidecars, in 100 subcollections; every 50th sidecar disagrees with its
-target so the defect path is exercised); a generated 40-page PDF (pages/s through the PDF parser); the
+target so the defect path is exercised; record files of 32 MiB and more, here 100k components and up, are
+streamed: ingest/nerdm_stream.py); a generated 40-page PDF (pages/s through the PDF parser); the
 real spreadsheets of the AM Bench 2025 template (cells/s through the workbook parsers); and the whole
 shared archive set end to end (every record folder, the template folder and the FACTS catalog in one
 call). Each case runs in a fresh subprocess against an emptied graph so peak RSS is per case. Needs a
 running Neo4j (NEO4J_URI or `voe db up`).
 
-    python bench/ingest.py [--sizes 10000,100000] [--json]
+    python bench/ingest.py [--sizes 10000,100000,300000] [--floor-up-to 100000] [--json]
+    python bench/ingest.py --sizes 1000000        # the long profile: peak RSS of a million components
+
+The floor (a bare-driver loader of the same rows, see floor_case) builds the whole record in memory, so it runs
+only up to --floor-up-to components.
 
 Prints one line per case; figures are comparable run to run on the same machine.
 """
@@ -25,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,33 +38,40 @@ SHARED = REPO.parent / "shared" / "archives"
 
 
 def generate(folder: Path, n: int) -> Path:
-    """A NERDm record with n components, valid against the NERDm schemas."""
+    """A NERDm record with n components, valid against the NERDm schemas, written a component at a time (a
+    million components is a 700 MB file)."""
     base = json.loads((SHARED / "mds2-4103" / "nerdm.json").read_text())
     ark = f"ark:/88434/bench-{n}"
-    comps = []
     folders = 100
-    for f in range(folders):
-        comps.append({"@id": f"cmps/dir{f:03d}", "@type": ["nrdp:Subcollection"], "filepath": f"dir{f:03d}",
-                      "_extensionSchemas": ["https://data.nist.gov/od/dm/nerdm-schema/pub/v0.7#/definitions/Subcollection"]})
-    pairs = (n - folders) // 2
-    for i in range(pairs):
-        path = f"dir{i % folders:03d}/sample_{i:06d}.csv"
-        digest = hashlib.sha256(path.encode()).hexdigest()
-        side_hash = hashlib.sha256(digest.encode()).hexdigest() if i % 50 else "0" * 64
-        comps.append({"@id": f"cmps/{path}", "@type": ["nrdp:DataFile", "nrdp:DownloadableFile", "dcat:Distribution"],
-                      "filepath": path, "mediaType": "text/csv", "size": 1000 + i,
-                      "downloadURL": f"https://data.nist.gov/od/ds/bench/{path}",
-                      "checksum": {"hash": digest, "algorithm": {"tag": "sha256", "@type": "Thing"}},
-                      "_extensionSchemas": ["https://data.nist.gov/od/dm/nerdm-schema/pub/v0.7#/definitions/DataFile"]})
-        comps.append({"@id": f"cmps/{path}.sha256",
-                      "@type": ["nrdp:ChecksumFile", "nrdp:DownloadableFile", "dcat:Distribution"],
-                      "filepath": f"{path}.sha256", "mediaType": "text/plain", "size": 64, "describes": f"cmps/{path}",
-                      "valid": True, "algorithm": {"tag": "sha256", "@type": "Thing"},
-                      "checksum": {"hash": side_hash, "algorithm": {"tag": "sha256", "@type": "Thing"}},
-                      "_extensionSchemas": ["https://data.nist.gov/od/dm/nerdm-schema/pub/v0.7#/definitions/ChecksumFile"]})
-    record = {**base, "@id": ark, "ediid": ark, "doi": f"doi:10.18434/bench-{n}", "components": comps}
+
+    def components() -> Iterator[dict[str, object]]:
+        for f in range(folders):
+            yield {"@id": f"cmps/dir{f:03d}", "@type": ["nrdp:Subcollection"], "filepath": f"dir{f:03d}",
+                   "_extensionSchemas": ["https://data.nist.gov/od/dm/nerdm-schema/pub/v0.7#/definitions/Subcollection"]}
+        for i in range((n - folders) // 2):
+            path = f"dir{i % folders:03d}/sample_{i:06d}.csv"
+            digest = hashlib.sha256(path.encode()).hexdigest()
+            side_hash = hashlib.sha256(digest.encode()).hexdigest() if i % 50 else "0" * 64
+            yield {"@id": f"cmps/{path}", "@type": ["nrdp:DataFile", "nrdp:DownloadableFile", "dcat:Distribution"],
+                   "filepath": path, "mediaType": "text/csv", "size": 1000 + i,
+                   "downloadURL": f"https://data.nist.gov/od/ds/bench/{path}",
+                   "checksum": {"hash": digest, "algorithm": {"tag": "sha256", "@type": "Thing"}},
+                   "_extensionSchemas": ["https://data.nist.gov/od/dm/nerdm-schema/pub/v0.7#/definitions/DataFile"]}
+            yield {"@id": f"cmps/{path}.sha256",
+                   "@type": ["nrdp:ChecksumFile", "nrdp:DownloadableFile", "dcat:Distribution"],
+                   "filepath": f"{path}.sha256", "mediaType": "text/plain", "size": 64, "describes": f"cmps/{path}",
+                   "valid": True, "algorithm": {"tag": "sha256", "@type": "Thing"},
+                   "checksum": {"hash": side_hash, "algorithm": {"tag": "sha256", "@type": "Thing"}},
+                   "_extensionSchemas": ["https://data.nist.gov/od/dm/nerdm-schema/pub/v0.7#/definitions/ChecksumFile"]}
+
+    record = {**base, "@id": ark, "ediid": ark, "doi": f"doi:10.18434/bench-{n}", "components": "@COMPONENTS@"}
+    head, tail = json.dumps(record, indent=2).split('"@COMPONENTS@"')
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "nerdm.json").write_text(json.dumps(record, indent=2))
+    with (folder / "nerdm.json").open("w") as out:
+        out.write(head + "[")
+        for k, comp in enumerate(components()):
+            out.write(("\n    " if k == 0 else ",\n    ") + json.dumps(comp))
+        out.write("\n  ]" + tail)
     return folder
 
 
@@ -209,7 +222,10 @@ def run_case(path: Path) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10000,100000", help="generated record sizes (components)")
+    parser.add_argument("--sizes", default="10000,100000,300000",
+                        help="generated record sizes (components); the long profile is --sizes 1000000")
+    parser.add_argument("--floor-up-to", type=int, default=100_000,
+                        help="run the bare-driver floor for generated sizes up to this (it holds the whole record)")
     parser.add_argument("--json", action="store_true", help="print JSON lines")
     parser.add_argument("--case", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -221,8 +237,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         generated = [generate(Path(tmp) / f"bench-{n}", n) for n in map(int, args.sizes.split(","))]
         cases = [SHARED / "mds2-4103"]
-        for g in generated:  # voe, then the floor on the same rows, interleaved (the machine's load drifts)
-            cases += [g, g.with_name(f"floor:{g.name}")]
+        for n, g in zip(map(int, args.sizes.split(",")), generated, strict=True):
+            # voe, then the floor on the same rows, interleaved (the machine's load drifts)
+            cases += [g, g.with_name(f"floor:{g.name}")] if n <= args.floor_up_to else [g]
         cases += [make_pdf(Path(tmp) / "pdf-bench"), Path(tmp) / "xlsx-template", Path(tmp) / "all-shared"]
         results = []
         for case in cases:
