@@ -26,6 +26,7 @@ from ingest.files import (
     span_sha256,
 )
 from ingest.parsers.model import Fact, Parsed
+from voe import collector
 from voe.errors import InputError
 from voe.graph import (
     INT64_MAX,
@@ -388,6 +389,8 @@ class BuilderCore:
         parsed = parse_file(path, relpath)
         if parsed is None:
             return
+        if parsed.pages:
+            collector.after_large_parse()
         fid = ids.file_id(local.sha256)
         self.g.parsed_files[parsed.format] += 1
         self.g.facts += len(parsed.facts)

@@ -575,6 +575,7 @@ def _write_stream_steps(graph: Graph, stream: NerdmStream, rg: RecordGraph, stag
         _fault("files")
         chunks.write((), stage((), stream.deferred())[1])
         _fault("edges")
+        _fault("late")  # a streamed record has no late rows (its schema findings come with their chunk)
         if not staged:
             def finish() -> WriteCounts:
                 with graph.writer() as w:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -62,16 +63,49 @@ READ_BYTES = 1 << 20
 _BOM = b"\xef\xbb\xbf"
 
 
+# yajl reads a lone surrogate escape as "?" (or fails on a low one) where json.loads keeps it: such a file is read
+# whole. A pair (a character beyond the BMP, as ensure_ascii writes it) yajl reads right. An escaped backslash
+# before "u" looks like an escape here too; that file is read whole as well, which is only slower.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_PAIR_OR_SINGLE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate_escape(path: Path, block: int = READ_BYTES) -> bool:
+    """Whether the file holds a surrogate escape that is not half of a high-low pair (read in blocks; a match
+    is judged in the block it starts in, with the next bytes in view)."""
+    with path.open("rb") as f:
+        carry = b""
+        while True:
+            data = f.read(block)
+            buf = carry + data
+            end = len(buf) if not data else max(0, len(buf) - 12)
+            resume = end
+            for m in _PAIR_OR_SINGLE.finditer(buf):
+                if m.start() >= end:
+                    break
+                if m.end() - m.start() == 6:
+                    return True
+                resume = max(resume, m.end())
+            if not data:
+                return False
+            carry = buf[resume:]
+
+
 class _Hashing:
-    """A binary file that hashes what is read from it (ijson reads through it)."""
+    """A binary file that hashes what is read from it (ijson reads through it) and notes surrogate escapes."""
 
     def __init__(self, f: IO[bytes]) -> None:
         self.f, self.sha, self.size = f, hashlib.sha256(), 0
+        self.surrogates = False
+        self._tail = b""
 
     def read(self, n: int = -1) -> bytes:
         data = self.f.read(n)
         self.sha.update(data)
         self.size += len(data)
+        if not self.surrogates and (_SURROGATE_ESCAPE.search(self._tail + data[:8]) or _SURROGATE_ESCAPE.search(data)):
+            self.surrogates = True  # pairs too: scan() then looks closer
+        self._tail = data[-8:]
         return data
 
 
@@ -164,10 +198,12 @@ def scan(path: Path) -> Scan:
                     depth = 2
                 else:
                     header[str(key)] = value
-    except ijson.JSONError as exc:
+    except (ijson.JSONError, UnicodeDecodeError) as exc:
         raise NotStreamable(str(exc).splitlines()[0]) from exc
     except OSError as exc:
         raise InputError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from exc
+    if hashing.surrogates and _lone_surrogate_escape(path):
+        raise NotStreamable("a surrogate escape (\\uD800-\\uDFFF), which yajl does not keep")
     return Scan(header, count, hashing.sha.hexdigest(), hashing.size)
 
 
@@ -176,7 +212,7 @@ def _key(nerdm_id: str) -> bytes:
     return hashlib.blake2b(nerdm_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-@dataclass
+@dataclass(slots=True)
 class _Target:
     """What a sidecar needs of the component it describes."""
 
@@ -243,6 +279,7 @@ class NerdmStream(NerdmBuilder):
         self._all_files: set[str] = set()
         self._whole_span = ""
         self._first_urls: list[Any] = []
+        self.kinds: Counter[str] = Counter()  # components by kind, from the first pass
 
     # -- pass 2 ----------------------------------------------------------------------------------
     def _items(self) -> Iterator[Any]:
@@ -253,7 +290,7 @@ class NerdmStream(NerdmBuilder):
                 yield from ijson.items(hashing, "components.item", use_float=True, buf_size=READ_BYTES)
                 while hashing.read(READ_BYTES):
                     pass
-            except (ijson.JSONError, OSError) as exc:
+            except (ijson.JSONError, UnicodeDecodeError, OSError) as exc:
                 raise InputError(f"changed or became unreadable while it was read ({exc}); run again",
                                  path=str(self.record_file)) from exc
         if hashing.sha.hexdigest() != self.file_sha:
@@ -286,6 +323,7 @@ class NerdmStream(NerdmBuilder):
             declared = comp.checksum.hash if comp.checksum else None
             self._index[key] = _Target(i, declared, comp.filepath) if declared or comp.filepath else i
             kind = comp.kind
+            self.kinds[kind.value] += 1
             if kind is Label.SUBCOLLECTION and comp.filepath:
                 self._folders[comp.filepath] = cid  # the last of a filepath, as the in-memory dict
                 self._folder_index[cid] = i

@@ -16,7 +16,7 @@ import pytest
 
 import ingest.nerdm_stream as nerdm_stream
 from ingest import ingest_paths
-from ingest.nerdm_stream import NotStreamable, scan
+from ingest.nerdm_stream import NotStreamable, _lone_surrogate_escape, scan
 from tests.ingest.test_replace import snapshot
 from voe.graph import Graph
 
@@ -64,6 +64,10 @@ def test_shared_records_streamed_equal_the_in_memory_graph(graph: Graph, archive
         assert snapshot(graph) == whole
         again = ingest_paths(paths, graph)
     assert again.records_unchanged == len(paths) and snapshot(graph) == whole
+    # not built again: what the report counts comes from the first pass and the graph
+    for field in ("components", "defects", "evidence", "facts", "formats", "files"):
+        assert getattr(again, field) == getattr(in_memory, field), field
+    assert [r.held for r in again.per_record] == [r.held for r in in_memory.per_record]
     # the same rows, counted as the in-memory build counts them (facts, evidence and defects too)
     assert report.elements_written == in_memory.elements_written
     for field in ("components", "defects", "evidence", "facts", "formats", "files"):
@@ -151,6 +155,8 @@ def test_scan_reads_the_header_and_counts_without_holding_components(tmp_path: P
     '{"@id": "x", "components": [], "components": []}',       # twice
     '{"@id": "x", "size": 123456789012345678901234567890}',   # beyond 64 bits: json reads it, yajl does not
     '[1, 2]',
+    '{"@id": "x", "t": "a\\ud800b"}',                        # a lone surrogate: yajl would read "?"
+    '{"@id": "x", "components": [{"t": "\\udc00"}]}',       # yajl fails on a lone low one
     '{"@id": "x", "d": ' + "[" * 600 + "]" * 600 + "}",
 ])
 def test_what_the_first_pass_cannot_read_is_left_to_the_whole_reader(tmp_path: Path, text: str) -> None:
@@ -181,3 +187,23 @@ def test_a_truncated_large_file_is_an_input_error_naming_it(graph: Graph, tmp_pa
     assert report.exit_code == 2 and "nerdm.json" in report.errors[0].path
     assert "truncated" in report.errors[0].message
     assert graph.counts()["nodes"] == 0
+
+
+def test_a_surrogate_pair_streams_as_json_reads_it(tmp_path: Path) -> None:
+    doc = {"@id": "ark:/1", "t": "smile \U0001F600", "components": [{"@id": "\U0001F600"}]}
+    path = tmp_path / "nerdm.json"
+    path.write_text(json.dumps(doc))  # ensure_ascii: the emoji as a surrogate pair of escapes
+    assert "\\ud83d\\ude00" in path.read_text()
+    assert scan(path).header == {"@id": "ark:/1", "t": "smile \U0001F600"}
+
+
+@pytest.mark.parametrize(("text", "lone"), [
+    (rb'"\ud83d\ude00"', False), (rb'"\ud800"', True), (rb'"\udc00"', True), (rb'"x\u00e9"', False),
+    (rb'"\ud83d\ude00\udc00"', True), (rb'"\ud83d\ud83d\ude00"', True),
+])
+def test_lone_surrogates_are_found_across_block_boundaries(tmp_path: Path, text: bytes, lone: bool) -> None:
+    path = tmp_path / "f"
+    for pad in range(14):
+        for block in (5, 7, 13, 64):
+            path.write_bytes(b"x" * pad + text * 3 + b"y")
+            assert _lone_surrogate_escape(path, block) is lone, (pad, block)

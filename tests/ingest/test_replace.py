@@ -146,14 +146,18 @@ def test_a_replacement_takes_over_source_locations_another_record_wrote_meanwhil
     assert snapshot(graph) == direct
 
 
-def _ingest_in_child(paths: list[Path], uri: str, fault: str | None = None) -> subprocess.Popen[str]:
-    code = ("import sys; import ingest.loader as L; "
+def _ingest_in_child(paths: list[Path], uri: str, fault: str | None = None,
+                     streamed: bool = False) -> subprocess.Popen[str]:
+    code = ("import sys; import ingest.loader as L; import ingest.nerdm_stream as N; N.CHUNK_COMPONENTS = 100; "
             + "".join(f"L.{k} = {v}; " for k, v in SMALL.items())
             + "from pathlib import Path; from ingest import ingest_paths; from voe.graph import Graph; "
             "g = Graph(); r = ingest_paths([Path(p) for p in sys.argv[1:]], g); "
             "print(r.model_dump_json()); g.close()")
     env = {**os.environ, "NEO4J_URI": uri}
     env.pop("VOE_FAULT_AT", None)
+    env.pop("VOE_STREAM_BYTES", None)
+    if streamed:  # read in passes and written 100 components a transaction (ingest/nerdm_stream.py)
+        env["VOE_STREAM_BYTES"] = "1"
     if fault:
         env["VOE_FAULT_AT"] = fault
     return subprocess.Popen([sys.executable, "-c", code, *map(str, paths)], cwd=REPO, env=env, text=True,
@@ -161,11 +165,14 @@ def _ingest_in_child(paths: list[Path], uri: str, fault: str | None = None) -> s
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.parametrize("streamed", [False, True], ids=["chunked", "streamed"])
 @pytest.mark.parametrize("step", loader.FAULT_STEPS)
 def test_kill_9_at_any_step_leaves_one_whole_version(graph: Graph, versions: tuple[Path, Path], tmp_path: Path,
-                                                     step: str, monkeypatch: pytest.MonkeyPatch) -> None:
+                                                     step: str, streamed: bool,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The replacement is killed (SIGKILL) at `step`; the next ingest of anything, or a reader, finds either the
-    previous version or the new one, exactly as a clean ingest leaves it."""
+    previous version or the new one, exactly as a clean ingest leaves it. Streamed: the record file is read in
+    passes and written 100 components a transaction (the graphs it writes equal the in-memory build's)."""
     v1, v2 = versions
     for name, value in SMALL.items():
         monkeypatch.setattr(loader, name, value)
@@ -174,7 +181,7 @@ def test_kill_9_at_any_step_leaves_one_whole_version(graph: Graph, versions: tup
     graph.clear()
     ingest_paths([v1], graph)
     old = snapshot(graph)
-    child = _ingest_in_child([v2], graph.settings.uri, fault=step)
+    child = _ingest_in_child([v2], graph.settings.uri, fault=step, streamed=streamed)
     _, err = child.communicate(timeout=300)
     assert child.returncode == -9, err
     unrelated = _record(tmp_path / "unrelated", 5, "unrelated")
