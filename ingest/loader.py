@@ -356,17 +356,32 @@ def _write_chunked(graph: Graph, rg: RecordGraph, late: Late | None) -> WriteCou
             chunks.write(late_nodes, late_edges)
         _fault("late")
         if not staged:
-            def finish() -> WriteCounts:
-                with graph.writer() as w:
-                    _finish(w, rg)
-                return w.counts
-
-            chunks.counts.merge(_retrying(finish))
-            return chunks.counts
+            return _finish_first(graph, rg, chunks)
     except BaseException:
-        graph.execute_implicit("ingest/delete_record", record_id=target)
-        graph.execute("ingest/prune_orphan_files")  # files only the failed write linked
+        _abandon(graph, target)
         raise
+    return _swap(graph, rg, target, chunks)
+
+
+def _finish_first(graph: Graph, rg: RecordGraph, chunks: Chunker) -> WriteCounts:
+    """The last step of a first ingest written in several transactions: it becomes `complete`."""
+    def finish() -> WriteCounts:
+        with graph.writer() as w:
+            _finish(w, rg)
+        return w.counts
+
+    chunks.counts.merge(_retrying(finish))
+    return chunks.counts
+
+
+def _abandon(graph: Graph, target: str) -> None:
+    """What a failed write of several transactions wrote, before its commit point: gone."""
+    graph.execute_implicit("ingest/delete_record", record_id=target)
+    graph.execute("ingest/prune_orphan_files")  # files only the failed write linked
+
+
+def _swap(graph: Graph, rg: RecordGraph, target: str, chunks: Chunker) -> WriteCounts:
+    """A replacement's commit point, then the swap (finish_swap)."""
     with graph.writer() as w:
         w.run("ingest/commit_swap", record_id=rg.record_id, staged=target, writer=WRITER)
     _fault("commit")
@@ -577,19 +592,8 @@ def _write_stream_steps(graph: Graph, stream: NerdmStream, rg: RecordGraph, stag
         _fault("edges")
         _fault("late")  # a streamed record has no late rows (its schema findings come with their chunk)
         if not staged:
-            def finish() -> WriteCounts:
-                with graph.writer() as w:
-                    _finish(w, rg)
-                return w.counts
-
-            chunks.counts.merge(_retrying(finish))
-            return chunks.counts
+            return _finish_first(graph, rg, chunks)
     except BaseException:
-        graph.execute_implicit("ingest/delete_record", record_id=target)
-        graph.execute("ingest/prune_orphan_files")
+        _abandon(graph, target)
         raise
-    with graph.writer() as w:
-        w.run("ingest/commit_swap", record_id=rg.record_id, staged=target, writer=WRITER)
-    _fault("commit")
-    chunks.counts.merge(finish_swap(graph, rg.record_id))
-    return chunks.counts
+    return _swap(graph, rg, target, chunks)

@@ -306,28 +306,9 @@ class NerdmBuilder(BuilderCore):
 
     # -- the record ----------------------------------------------------------------------------
     def build(self) -> RecordGraph:
-        doc, h = self.doc, self.header
+        doc = self.doc
         components_raw = doc.get("components") or []
-        host = _archive_host(h, components_raw)
-        arch = ids.archive_id(host)
-        record_file_bytes = LocalBytes(self.record_file, self.file_sha, self.file_size)
-        fid = self.file(record_file_bytes, origin="nerdm")
-        self.g.nodes.append(NodeRow(arch, (Label.ARCHIVE,), {"host": host, "name": ARCHIVE_NAMES.get(host, host)}))
-        record_props = {
-            "ark": h.ark, "ediid": h.ediid, "version": h.version, "doi": h.doi, "title": h.title,
-            "landing_page": h.landingPage, "modified": h.modified, "issued": h.issued,
-            "schema": h.schema_uri, "source_path": self.record_file.name, "source_sha256": self.file_sha,
-            "component_count": len(components_raw), "ingest_state": "writing",
-        }
-        for key, value in self._header_unread.items():
-            if key in HEADER_PROPS:
-                record_props[HEADER_PROPS[key]] = value
-        self.g.nodes.append(NodeRow(self.rec_id, (Label.RECORD,), self._owned(record_props)))
-        self.g.edges.append(EdgeRow(Rel.CONTAINS, arch, Label.ARCHIVE, self.rec_id, Label.RECORD))
-        self.g.edges.append(EdgeRow(Rel.STORED_AS, self.rec_id, Label.RECORD, fid, Label.FILE,
-                                    {"path": self.record_file.name}))
-        self.g.edges.append(EdgeRow(Rel.LOCATED_AT, self.rec_id, Label.RECORD, self.location("", doc),
-                                    Label.SOURCE_LOCATION))
+        self._record_rows(components_raw[:5], len(components_raw))
 
         parsed: list[tuple[int, NerdmComponent, str]] = []
         by_nerdm_id: dict[str, tuple[int, NerdmComponent, str]] = {}
@@ -363,6 +344,30 @@ class NerdmBuilder(BuilderCore):
         self._seal()
         _stamp(self.g.nodes, self.g.edges, self.g.stamp)
         return self.g
+
+    def _record_rows(self, first_components: list[Any], count: int) -> None:
+        """The record file's File, the archive (named by the first components' download host), the Record and
+        their edges."""
+        h = self.header
+        host = _archive_host(h, first_components)
+        arch = ids.archive_id(host)
+        fid = self.file(LocalBytes(self.record_file, self.file_sha, self.file_size), origin="nerdm")
+        self.g.nodes.append(NodeRow(arch, (Label.ARCHIVE,), {"host": host, "name": ARCHIVE_NAMES.get(host, host)}))
+        record_props = {
+            "ark": h.ark, "ediid": h.ediid, "version": h.version, "doi": h.doi, "title": h.title,
+            "landing_page": h.landingPage, "modified": h.modified, "issued": h.issued,
+            "schema": h.schema_uri, "source_path": self.record_file.name, "source_sha256": self.file_sha,
+            "component_count": count, "ingest_state": "writing",
+        }
+        for key, value in self._header_unread.items():
+            if key in HEADER_PROPS:
+                record_props[HEADER_PROPS[key]] = value
+        self.g.nodes.append(NodeRow(self.rec_id, (Label.RECORD,), self._owned(record_props)))
+        self.g.edges.append(EdgeRow(Rel.CONTAINS, arch, Label.ARCHIVE, self.rec_id, Label.RECORD))
+        self.g.edges.append(EdgeRow(Rel.STORED_AS, self.rec_id, Label.RECORD, fid, Label.FILE,
+                                    {"path": self.record_file.name}))
+        self.g.edges.append(EdgeRow(Rel.LOCATED_AT, self.rec_id, Label.RECORD, self.location("", self.doc),
+                                    Label.SOURCE_LOCATION))
 
     def schema_defects(self, violations: list[Violation]) -> tuple[list[NodeRow], list[EdgeRow]]:
         """Defects for schema violations, computed after build() (validation runs alongside the writes)."""
@@ -475,18 +480,23 @@ class NerdmBuilder(BuilderCore):
         direct_files: Counter[str] = Counter(
             posixpath.dirname(c.filepath.rstrip("/")) for _, c, _ in parsed if c.filepath and c.kind is Label.DATA_FILE)
         for i, comp, cid in parsed:
-            if not comp.filepath or comp.kind not in (Label.SUBCOLLECTION, Label.DATA_FILE):
-                continue
-            if comp.kind is Label.DATA_FILE and "/" in comp.filepath.strip("/"):
-                continue
-            info = self._doc_info.get(cid)
-            kind, rule = evidence_kind(comp.filepath, comp.title, comp.mediaType, info[1].format if info else None,
-                                       is_folder=comp.kind is Label.SUBCOLLECTION)
-            members = direct_files[comp.filepath.rstrip("/")] if comp.kind is Label.SUBCOLLECTION else 0
-            eid = self.add_evidence(comp.filepath, kind, rule, comp.title or comp.filepath, cid,
-                                    [self.location(f"/components/{i}", self.doc["components"][i])],
-                                    provenance=self.provenance, members=members)
-            self._origins[eid] = Origin(f"/components/{i}", cid, Label.COMPONENT, fields=EVIDENCE_FIELDS)
+            self._one_evidence(i, comp, cid, direct_files)
+
+    def _one_evidence(self, i: int, comp: NerdmComponent, cid: str, direct_files: Counter[str]) -> None:
+        """The component's Evidence, if it is a subcollection (`direct_files`: DataFiles per folder) or a
+        root-level data file."""
+        if not comp.filepath or comp.kind not in (Label.SUBCOLLECTION, Label.DATA_FILE):
+            return
+        if comp.kind is Label.DATA_FILE and "/" in comp.filepath.strip("/"):
+            return
+        info = self._doc_info.get(cid)
+        kind, rule = evidence_kind(comp.filepath, comp.title, comp.mediaType, info[1].format if info else None,
+                                   is_folder=comp.kind is Label.SUBCOLLECTION)
+        members = direct_files[comp.filepath.rstrip("/")] if comp.kind is Label.SUBCOLLECTION else 0
+        eid = self.add_evidence(comp.filepath, kind, rule, comp.title or comp.filepath, cid,
+                                [self.location(f"/components/{i}", self.doc["components"][i])],
+                                provenance=self.provenance, members=members)
+        self._origins[eid] = Origin(f"/components/{i}", cid, Label.COMPONENT, fields=EVIDENCE_FIELDS)
 
     def _references(self) -> None:
         """Each entry of the record's `references` names an object the archive does not hold: an Evidence

@@ -35,19 +35,14 @@ from typing import IO, Any
 import ijson
 
 from ingest import ids
-from ingest.builder import Origin, _stamp
-from ingest.evidence import evidence_kind
-from ingest.files import LocalBytes, list_entries
+from ingest.builder import _stamp
+from ingest.files import list_entries
 from ingest.nerdm import (
-    ARCHIVE_NAMES,
-    EVIDENCE_FIELDS,
-    HEADER_PROPS,
     MAX_JSON_DEPTH,
     Holding,
     NerdmBuilder,
     NerdmComponent,
     NerdmHeader,
-    _archive_host,
     _lenient,
     _parse_component,
     probe_holding,
@@ -278,7 +273,7 @@ class NerdmStream(NerdmBuilder):
         self._deferred: list[EdgeRow] = []
         self._all_files: set[str] = set()
         self._whole_span = ""
-        self._first_urls: list[Any] = []
+        self._first: list[Any] = []  # the first five components: the archive is named by their download host
         self.kinds: Counter[str] = Counter()  # components by kind, from the first pass
 
     # -- pass 2 ----------------------------------------------------------------------------------
@@ -310,8 +305,8 @@ class NerdmStream(NerdmBuilder):
         span = hashlib.sha256(before + b'"components":[')
         for i, raw in enumerate(self._items()):
             span.update(canonical(raw) if i == 0 else b"," + canonical(raw))
-            if i < 5 and isinstance(raw, dict):
-                self._first_urls.append(raw.get("downloadURL"))
+            if i < 5:
+                self._first.append(raw)
             read = _parse_component(raw)
             if read is None:
                 continue
@@ -374,26 +369,7 @@ class NerdmStream(NerdmBuilder):
     def head(self) -> tuple[list[NodeRow], list[EdgeRow]]:
         """The Record, its file and archive, its references and the schema's findings on the record itself."""
         self._fresh_rows()
-        doc, h = self.doc, self.header
-        host = _archive_host(h, [{"downloadURL": u} for u in self._first_urls])
-        arch = ids.archive_id(host)
-        fid = self.file(LocalBytes(self.record_file, self.file_sha, self.file_size), origin="nerdm")
-        self.g.nodes.append(NodeRow(arch, (Label.ARCHIVE,), {"host": host, "name": ARCHIVE_NAMES.get(host, host)}))
-        record_props = {
-            "ark": h.ark, "ediid": h.ediid, "version": h.version, "doi": h.doi, "title": h.title,
-            "landing_page": h.landingPage, "modified": h.modified, "issued": h.issued,
-            "schema": h.schema_uri, "source_path": self.record_file.name, "source_sha256": self.file_sha,
-            "component_count": self.count, "ingest_state": "writing",
-        }
-        for key, value in self._header_unread.items():
-            if key in HEADER_PROPS:
-                record_props[HEADER_PROPS[key]] = value
-        self.g.nodes.append(NodeRow(self.rec_id, (Label.RECORD,), self._owned(record_props)))
-        self.g.edges.append(EdgeRow(Rel.CONTAINS, arch, Label.ARCHIVE, self.rec_id, Label.RECORD))
-        self.g.edges.append(EdgeRow(Rel.STORED_AS, self.rec_id, Label.RECORD, fid, Label.FILE,
-                                    {"path": self.record_file.name}))
-        self.g.edges.append(EdgeRow(Rel.LOCATED_AT, self.rec_id, Label.RECORD, self.location("", doc),
-                                    Label.SOURCE_LOCATION))
+        self._record_rows(self._first, self.count)
         self._references()
         if self._check is not None:
             self._check.shell({**self.scanned.header, "components": []})
@@ -436,7 +412,7 @@ class NerdmStream(NerdmBuilder):
                                 f"duplicate component @id {comp.nerdm_id!r}")
                 else:
                     self._component(i, comp, cid, self._folders, targets)  # type: ignore[arg-type]
-                    self._one_evidence(i, comp, cid)
+                    self._one_evidence(i, comp, cid, self._direct_files)  # DataFiles per folder: first pass
             if self._check is not None:
                 self._check.component(i, raw)
         if self._check is not None:
@@ -456,21 +432,6 @@ class NerdmStream(NerdmBuilder):
         """Edges to components of a later chunk, sealed and stamped: written after every chunk."""
         out, self._deferred = self._deferred, []
         return out
-
-    def _one_evidence(self, i: int, comp: NerdmComponent, cid: str) -> None:
-        """NerdmBuilder._evidence for one component (the DataFiles per folder come from the first pass)."""
-        if not comp.filepath or comp.kind not in (Label.SUBCOLLECTION, Label.DATA_FILE):
-            return
-        if comp.kind is Label.DATA_FILE and "/" in comp.filepath.strip("/"):
-            return
-        info = self._doc_info.get(cid)
-        kind, rule = evidence_kind(comp.filepath, comp.title, comp.mediaType, info[1].format if info else None,
-                                   is_folder=comp.kind is Label.SUBCOLLECTION)
-        members = self._direct_files[comp.filepath.rstrip("/")] if comp.kind is Label.SUBCOLLECTION else 0
-        eid = self.add_evidence(comp.filepath, kind, rule, comp.title or comp.filepath, cid,
-                                [self.location(f"/components/{i}", self._window[i])],
-                                provenance=self.provenance, members=members)
-        self._origins[eid] = Origin(f"/components/{i}", cid, Label.COMPONENT, fields=EVIDENCE_FIELDS)
 
     def _schema_found(self) -> None:
         """The schema check's findings so far as defects (NerdmBuilder.schema_defects, one chunk at a time)."""

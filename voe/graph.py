@@ -368,6 +368,7 @@ class Graph:
 
     def clear(self) -> None:
         """Delete every node and relationship (tests and `voe db reset`)."""
+        self.execute_implicit("admin/clear_relationships")
         self.execute_implicit("admin/clear")
 
     def counts(self) -> Mapping[str, int]:
