@@ -588,7 +588,7 @@ def _write_stream_steps(graph: Graph, stream: NerdmStream, rg: RecordGraph, stag
 
         _pipelined(stream.chunks(), write_chunk)
         _fault("files")
-        chunks.write((), stage((), stream.deferred())[1])
+        chunks.write(*stage(*stream.deferred()))
         _fault("edges")
         _fault("late")  # a streamed record has no late rows (its schema findings come with their chunk)
         if not staged:

@@ -345,9 +345,9 @@ class NerdmBuilder(BuilderCore):
         _stamp(self.g.nodes, self.g.edges, self.g.stamp)
         return self.g
 
-    def _record_rows(self, first_components: list[Any], count: int) -> None:
+    def _record_rows(self, first_components: list[Any], count: int, located: bool = True) -> None:
         """The record file's File, the archive (named by the first components' download host), the Record and
-        their edges."""
+        their edges (`located`: its LOCATED_AT the whole record file too)."""
         h = self.header
         host = _archive_host(h, first_components)
         arch = ids.archive_id(host)
@@ -366,8 +366,9 @@ class NerdmBuilder(BuilderCore):
         self.g.edges.append(EdgeRow(Rel.CONTAINS, arch, Label.ARCHIVE, self.rec_id, Label.RECORD))
         self.g.edges.append(EdgeRow(Rel.STORED_AS, self.rec_id, Label.RECORD, fid, Label.FILE,
                                     {"path": self.record_file.name}))
-        self.g.edges.append(EdgeRow(Rel.LOCATED_AT, self.rec_id, Label.RECORD, self.location("", self.doc),
-                                    Label.SOURCE_LOCATION))
+        if located:
+            self.g.edges.append(EdgeRow(Rel.LOCATED_AT, self.rec_id, Label.RECORD, self.location("", self.doc),
+                                        Label.SOURCE_LOCATION))
 
     def schema_defects(self, violations: list[Violation]) -> tuple[list[NodeRow], list[EdgeRow]]:
         """Defects for schema violations, computed after build() (validation runs alongside the writes)."""

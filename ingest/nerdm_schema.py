@@ -199,7 +199,8 @@ class SchemaCheck:
             self._check(shell, uri, "")
         self.core_component = f"{core.split('#', 1)[0]}#/definitions/Component" if isinstance(core, str) else None
 
-    def component(self, i: int, comp: Any) -> None:
+    def component(self, i: int, comp: Any, canonical_form: bytes | None = None) -> None:
+        """One component; `canonical_form`: its RFC 8785 bytes when the caller has them already."""
         prefix = f"/components/{i}"
         # NERDm extension definitions (pub DataFile, ChecksumFile, ...) include the core Component by allOf,
         # so the core definition is checked directly only where no extension applies.
@@ -209,7 +210,7 @@ class SchemaCheck:
         if self.core_component and not applied:
             self._check(comp, self.core_component, prefix)
         # RFC 8785: 1 and 1.0 are one number, as uniqueItems compares them
-        key = hashlib.blake2b(canonical(comp), digest_size=16).digest()
+        key = hashlib.blake2b(canonical(comp) if canonical_form is None else canonical_form, digest_size=16).digest()
         first = self._seen.setdefault(key, i)
         if first != i:
             self.found.setdefault((prefix, "uniqueItems"), Violation(

@@ -10,8 +10,7 @@ graph is compared with the in-memory build's in tests/ingest/test_write_paths.py
    instead, which reads what it can and names the rest as it always has.
 2. `prepare`: the components once more, keeping per component only what later components need (its index by
    @id for duplicates and sidecar targets, subcollections, DataFiles per folder), looking at every payload the
-   folder holds (hashed once; the build reuses the digest), the ingest stamp, and the span hash of the whole
-   record file (RFC 8785 is built from its parts).
+   folder holds (hashed once; the build reuses the digest) and the ingest stamp.
 3. `head`, then `chunks()`: the Record with its file, archive, references and schema findings on the record,
    then each chunk of components with their locations, files, payload facts, evidence, defects and schema
    findings, sealed and stamped. An edge to a component of a later chunk (a sidecar before the file it
@@ -47,14 +46,14 @@ from ingest.nerdm import (
     _parse_component,
     probe_holding,
 )
-from ingest.nerdm_schema import NerdmSchemas
+from ingest.nerdm_schema import NerdmSchemas, Violation
 from voe.canonical import canonical
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ontology import Label, Rel
 
 CHUNK_COMPONENTS = 4000  # about 26k nodes and edges for a record of files and sidecars: one write transaction
-READ_BYTES = 1 << 20
+READ_BYTES = 64 << 10  # ijson's default: yajl is three times slower fed 1 MiB at a time
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -245,6 +244,7 @@ class NerdmStream(NerdmBuilder):
         self.count = scanned.count
         self.chunk_components = chunk_components or CHUNK_COMPONENTS
         self._check = schemas.checker() if schemas is not None else None
+        self._shell_found: list[Violation] = []
         # the components list is as long as the record's, filled with the current chunk's components only, so
         # JSON pointers into them resolve as in the whole document (8 bytes per component)
         self._window: list[Any] = [None] * scanned.count
@@ -272,7 +272,12 @@ class NerdmStream(NerdmBuilder):
         self._later: dict[str, int] = {}
         self._deferred: list[EdgeRow] = []
         self._all_files: set[str] = set()
+        # the span hash of the whole record file, RFC 8785 built from its parts as the chunks pass (the header's
+        # canonical form around the components' own)
+        self._whole: Any = None
+        self._whole_after = b""
         self._whole_span = ""
+        self._canonical: dict[str, bytes] = {}  # the current chunk's components, by JSON pointer
         self._first: list[Any] = []  # the first five components: the archive is named by their download host
         self.kinds: Counter[str] = Counter()  # components by kind, from the first pass
 
@@ -297,14 +302,7 @@ class NerdmStream(NerdmBuilder):
         stamp = hashlib.sha256()
         parts = self._stamp_parts
         stamp.update(b"\0".join(parts))
-        sentinel = f"\0voe-components-{self.file_sha}"
-        marker = b'"components":' + canonical(sentinel)
-        before, found, after = canonical({**self.scanned.header, "components": sentinel}).partition(marker)
-        if not found:  # pragma: no cover - a key `components` at the top level is canonical as written
-            raise NotStreamable("the record's canonical form has no components member")
-        span = hashlib.sha256(before + b'"components":[')
         for i, raw in enumerate(self._items()):
-            span.update(canonical(raw) if i == 0 else b"," + canonical(raw))
             if i < 5:
                 self._first.append(raw)
             read = _parse_component(raw)
@@ -336,8 +334,6 @@ class NerdmStream(NerdmBuilder):
                     part = f"special:{comp.filepath}:{special[1]}".encode("utf-8", "surrogatepass")
             if part is not None:
                 stamp.update(b"\0" + part)
-        span.update(b"]" + after)
-        self._whole_span = span.hexdigest()
         self.g.stamp = stamp.hexdigest()[:16]
         return self.g.stamp
 
@@ -346,7 +342,12 @@ class NerdmStream(NerdmBuilder):
         return held if held is not None else probe_holding(self, filepath)
 
     def _span(self, pointer: str, value: Any) -> str:
-        return self._whole_span if pointer == "" else super()._span(pointer, value)
+        if pointer == "":
+            if self._whole is not None:
+                raise AssertionError("the whole record's span is known after the last chunk")  # pragma: no cover
+            return self._whole_span
+        text = self._canonical.get(pointer)
+        return hashlib.sha256(text).hexdigest() if text is not None else super()._span(pointer, value)
 
     # -- pass 3 ----------------------------------------------------------------------------------
     def _fresh_rows(self) -> None:
@@ -355,6 +356,7 @@ class NerdmStream(NerdmBuilder):
         self._locations, self._files, self._file_rows = set(), set(), {}
         self._origins, self._located, self._doc_info = {}, None, {}
         self._unread, self._absent_status = {}, {}
+        self._canonical = {}
         self._stamp_parts = []  # the stamp was taken in the first pass
 
     def _finish_rows(self, first: bool) -> tuple[list[NodeRow], list[EdgeRow]]:
@@ -367,13 +369,20 @@ class NerdmStream(NerdmBuilder):
         return nodes, edges
 
     def head(self) -> tuple[list[NodeRow], list[EdgeRow]]:
-        """The Record, its file and archive, its references and the schema's findings on the record itself."""
+        """The Record, its file and archive and its references."""
         self._fresh_rows()
-        self._record_rows(self._first, self.count)
+        self._record_rows(self._first, self.count, located=False)  # its location comes last (deferred)
+        sentinel = f"\0voe-components-{self.file_sha}"
+        marker = b'"components":' + canonical(sentinel)
+        before, found, self._whole_after = canonical({**self.scanned.header, "components": sentinel}).partition(marker)
+        if not found:  # pragma: no cover - a key `components` at the top level is canonical as written
+            raise NotStreamable("the record's canonical form has no components member")
+        self._whole = hashlib.sha256(before + b'"components":[')
         self._references()
         if self._check is not None:
             self._check.shell({**self.scanned.header, "components": []})
-            self._schema_found()
+            # a finding may be at the record's root, located at the whole file, whose span is known at the end
+            self._shell_found = self._check.take()
         return self._finish_rows(first=True)
 
     def chunks(self) -> Iterator[tuple[list[NodeRow], list[EdgeRow]]]:
@@ -393,6 +402,9 @@ class NerdmStream(NerdmBuilder):
         window = self._window
         for i, raw in batch:
             window[i] = raw
+            # one canonical form per component: the whole file's span, the component's location, uniqueness
+            text = self._canonical[f"/components/{i}"] = canonical(raw)
+            self._whole.update(b"," + text if i else text)
         targets = _Targets(self)
         for i, raw in batch:
             read = _parse_component(raw)
@@ -405,18 +417,16 @@ class NerdmStream(NerdmBuilder):
                 if unread:
                     self._unread[i] = unread
                 cid = ids.component_id(self.rec_id, comp.nerdm_id)
-                found = self._index.get(_key(comp.nerdm_id))
-                first = found.index if isinstance(found, _Target) else found
-                if first != i:
+                if self._first_index(comp.nerdm_id) != i:
                     self.defect("nerdm.schema", self.rec_id, Label.RECORD, f"/components/{i}/@id",
                                 f"duplicate component @id {comp.nerdm_id!r}")
                 else:
                     self._component(i, comp, cid, self._folders, targets)  # type: ignore[arg-type]
                     self._one_evidence(i, comp, cid, self._direct_files)  # DataFiles per folder: first pass
             if self._check is not None:
-                self._check.component(i, raw)
+                self._check.component(i, raw, self._canonical[f"/components/{i}"])
         if self._check is not None:
-            self._schema_found()
+            self._schema_found(self._check.take())
         end = batch[-1][0]
         ahead = {id(e) for e in self.g.edges if e.rel in (Rel.PART_OF, Rel.DESCRIBES)
                  and (self._folder_index.get(e.dst, -1) if e.rel == Rel.PART_OF else self._later.get(e.dst, -1)) > end}
@@ -428,26 +438,36 @@ class NerdmStream(NerdmBuilder):
             edges = [e for e in edges if id(e) not in ahead]
         return nodes, edges
 
-    def deferred(self) -> list[EdgeRow]:
-        """Edges to components of a later chunk, sealed and stamped: written after every chunk."""
-        out, self._deferred = self._deferred, []
-        return out
+    def deferred(self) -> tuple[list[NodeRow], list[EdgeRow]]:
+        """After every chunk: the Record's location in its file (its span hash covers every component), the
+        schema's findings on the record itself (one may be located there) and the edges to components of a later
+        chunk, sealed and stamped."""
+        self._fresh_rows()
+        self._whole.update(b"]" + self._whole_after)
+        self._whole_span, self._whole = self._whole.hexdigest(), None
+        self.g.edges.append(EdgeRow(Rel.LOCATED_AT, self.rec_id, Label.RECORD, self.location("", self.doc),
+                                    Label.SOURCE_LOCATION))
+        self._schema_found(self._shell_found)
+        nodes, edges = self._finish_rows(first=False)
+        edges += self._deferred
+        self._deferred = []
+        return nodes, edges
 
-    def _schema_found(self) -> None:
-        """The schema check's findings so far as defects (NerdmBuilder.schema_defects, one chunk at a time)."""
-        assert self._check is not None
-        for v in self._check.take():
+    def _schema_found(self, violations: list[Violation]) -> None:
+        """Schema findings as defects (NerdmBuilder.schema_defects, one chunk at a time)."""
+        for v in violations:
             subject, label = self.rec_id, Label.RECORD
             parts = v.pointer.split("/")
             if len(parts) > 2 and parts[1] == "components" and parts[2].isdigit():
                 raw_comp = self._window[int(parts[2])]
                 nid = raw_comp.get("@id") if isinstance(raw_comp, dict) else None
-                if isinstance(nid, str):
-                    found = self._index.get(_key(nid))
-                    first = found.index if isinstance(found, _Target) else found
-                    if first == int(parts[2]):
-                        subject, label = ids.component_id(self.rec_id, nid), Label.COMPONENT
+                if isinstance(nid, str) and self._first_index(nid) == int(parts[2]):
+                    subject, label = ids.component_id(self.rec_id, nid), Label.COMPONENT
             self.defect("nerdm.schema", subject, label, v.pointer, f"{v.message} (schema {v.schema})")
+
+    def _first_index(self, nerdm_id: str) -> int | None:
+        found = self._index.get(_key(nerdm_id))
+        return found.index if isinstance(found, _Target) else found
 
 
 def open_streamed(record_file: Path, schemas: NerdmSchemas | None,
