@@ -206,13 +206,48 @@ def _key(nerdm_id: str) -> bytes:
     return hashlib.blake2b(nerdm_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-@dataclass(slots=True)
-class _Target:
-    """What a sidecar needs of the component it describes."""
+_HEX = frozenset("0123456789abcdefABCDEF")
 
-    index: int
-    checksum_hash: str | None
-    filepath: str | None
+
+def _pack(i: int, checksum_hash: str | None, filepath: str | None) -> int | bytes:
+    """What the index keeps of a component: its position, and for a sidecar that describes it its declared digest
+    and path, in one bytes value (about 100 bytes a component where objects took 250; a 64-hex digest as its 32
+    bytes, since sidecars compare digests lowercased)."""
+    if not checksum_hash and filepath is None:
+        return i
+    out = bytearray(i.to_bytes(5, "little"))
+    flags = 0
+    if checksum_hash:
+        if len(checksum_hash) == 64 and _HEX.issuperset(checksum_hash):
+            flags |= 3
+            digest = bytes.fromhex(checksum_hash)
+        else:
+            flags |= 1
+            text = checksum_hash.encode("utf-8", "surrogatepass")
+            digest = len(text).to_bytes(4, "little") + text
+    if filepath is not None:
+        flags |= 4
+    out.append(flags)
+    if checksum_hash:
+        out += digest
+    if filepath is not None:
+        out += filepath.encode("utf-8", "surrogatepass")
+    return bytes(out)
+
+
+def _unpack(value: int | bytes) -> tuple[int, str | None, str | None]:
+    """(position, declared digest, filepath) of `_pack`."""
+    if isinstance(value, int):
+        return value, None, None
+    i, flags, at = int.from_bytes(value[:5], "little"), value[5], 6
+    checksum_hash = None
+    if flags & 3 == 3:
+        checksum_hash, at = value[at : at + 32].hex(), at + 32
+    elif flags & 1:
+        n = int.from_bytes(value[at : at + 4], "little")
+        checksum_hash, at = value[at + 4 : at + 4 + n].decode("utf-8", "surrogatepass"), at + 4 + n
+    filepath = value[at:].decode("utf-8", "surrogatepass") if flags & 4 else None
+    return i, checksum_hash, filepath
 
 
 class _Targets:
@@ -225,12 +260,11 @@ class _Targets:
         found = self.stream._index.get(_key(nerdm_id))
         if found is None:
             return None
-        target = found if isinstance(found, _Target) else _Target(found, None, None)
-        comp = NerdmComponent.model_validate({"@id": nerdm_id, "filepath": target.filepath,
-                                              "checksum": {"hash": target.checksum_hash}})
+        index, checksum_hash, filepath = _unpack(found)
+        comp = NerdmComponent.model_validate({"@id": nerdm_id, "filepath": filepath, "checksum": {"hash": checksum_hash}})
         tid = ids.component_id(self.stream.rec_id, nerdm_id)
-        self.stream._later[tid] = target.index
-        return target.index, comp, tid
+        self.stream._later[tid] = index
+        return index, comp, tid
 
 
 class NerdmStream(NerdmBuilder):
@@ -264,7 +298,7 @@ class NerdmStream(NerdmBuilder):
                     self.header.title, [self.file_sha.encode(), b"schema" if self.validated else b"no-schema"])
         self._entries = list_entries(self.root)
         self._any_special = any(kind not in ("file", "dir") for kind in self._entries.values())
-        self._index: dict[bytes, int | _Target] = {}
+        self._index: dict[bytes, int | bytes] = {}
         self._folders: dict[str, str] = {}
         self._folder_index: dict[str, int] = {}
         self._direct_files: Counter[str] = Counter()
@@ -314,7 +348,7 @@ class NerdmStream(NerdmBuilder):
                 continue  # a duplicate @id: reported and skipped by the build, as NerdmBuilder does
             cid = ids.component_id(self.rec_id, comp.nerdm_id)
             declared = comp.checksum.hash if comp.checksum else None
-            self._index[key] = _Target(i, declared, comp.filepath) if declared or comp.filepath else i
+            self._index[key] = _pack(i, declared, comp.filepath)
             kind = comp.kind
             self.kinds[kind.value] += 1
             if kind is Label.SUBCOLLECTION and comp.filepath:
@@ -467,7 +501,7 @@ class NerdmStream(NerdmBuilder):
 
     def _first_index(self, nerdm_id: str) -> int | None:
         found = self._index.get(_key(nerdm_id))
-        return found.index if isinstance(found, _Target) else found
+        return None if found is None else found if isinstance(found, int) else int.from_bytes(found[:5], "little")
 
 
 def open_streamed(record_file: Path, schemas: NerdmSchemas | None,

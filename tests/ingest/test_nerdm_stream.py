@@ -207,3 +207,16 @@ def test_lone_surrogates_are_found_across_block_boundaries(tmp_path: Path, text:
         for block in (5, 7, 13, 64):
             path.write_bytes(b"x" * pad + text * 3 + b"y")
             assert _lone_surrogate_escape(path, block) is lone, (pad, block)
+
+
+@pytest.mark.parametrize(("checksum_hash", "filepath", "back"), [
+    (None, None, None), ("A" * 64, "d/x.csv", "a" * 64), ("abc", "", "abc"), ("é\udc80" * 3, "ü/\ud800", None),
+    ("0" * 64, None, "0" * 64), ("g" * 64, "x", "g" * 64),
+])
+def test_the_index_keeps_what_a_sidecar_needs(checksum_hash: str | None, filepath: str | None,
+                                              back: str | None) -> None:
+    packed = nerdm_stream._pack(2**33 + 7, checksum_hash, filepath)
+    i, digest, path = nerdm_stream._unpack(packed)
+    assert i == 2**33 + 7 and path == filepath
+    # a 64-hex digest comes back lowercased (sidecars compare it so); any other as it was
+    assert digest == (back if back is not None else checksum_hash)
