@@ -30,7 +30,9 @@ def ingest(paths: tuple[Path, ...], schema_dir: Path | None, no_schema: bool, st
     programs, STEP headers, build logs, thermocouple exports) into facts, each with a
     SourceLocation (page+bbox, sheet+cell, line, XPath or JSON pointer) and evidence objects.
     Re-ingesting the same input changes nothing. A path that cannot be read is reported and the others still ingest
-    (exit 2). Defects are findings, not failures: exit 0 unless --strict.
+    (exit 2). Defects are findings, not failures: exit 0 unless --strict. A record file of
+    VOE_STREAM_BYTES (32 MiB) or more is read in passes and written a chunk of components at
+    a time, so memory does not grow with the record (a million components in under 1 GiB).
 
     \b
     Examples:
