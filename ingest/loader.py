@@ -473,6 +473,13 @@ def settle(graph: Graph, timeout: float = SETTLE_TIMEOUT_S, say: Callable[[str],
         time.sleep(0.2)
 
 
+def _once(edges: list[EdgeRow]) -> list[EdgeRow]:
+    """Each edge once (the last row's properties, as MERGE of every row gives): an edge CREATEd because its endpoint
+    is this write's own must not come twice when a large chunk is split over transactions."""
+    last = {(e.rel, e.src, e.src_label, e.dst, e.dst_label): e for e in edges}
+    return edges if len(last) == len(edges) else list(last.values())
+
+
 def _stage_shared(rg: RecordGraph, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow],
                   shared: set[str]) -> tuple[list[NodeRow], list[EdgeRow]]:
     """`_stage` for a streamed record, whose rows come a chunk at a time: every node of the record is its own but
@@ -577,7 +584,7 @@ def _write_stream_steps(graph: Graph, stream: NerdmStream, rg: RecordGraph, stag
         written = [0]
 
         def write_chunk(rows: tuple[list[NodeRow], list[EdgeRow]]) -> None:
-            nodes, edges = stage(*rows)
+            nodes, edges = stage(rows[0], _once(rows[1]))
             if len(nodes) + len(edges) <= chunks.size:
                 chunks.counts.merge(chunks._commit(nodes, edges))
             else:  # a chunk of many payload facts
@@ -588,7 +595,8 @@ def _write_stream_steps(graph: Graph, stream: NerdmStream, rg: RecordGraph, stag
 
         _pipelined(stream.chunks(), write_chunk)
         _fault("files")
-        chunks.write(*stage(*stream.deferred()))
+        late_nodes, late_edges = stream.deferred()
+        chunks.write(*stage(late_nodes, _once(late_edges)))
         _fault("edges")
         _fault("late")  # a streamed record has no late rows (its schema findings come with their chunk)
         if not staged:

@@ -49,7 +49,7 @@ from ingest.nerdm import (
 from ingest.nerdm_schema import NerdmSchemas, Violation
 from voe.canonical import canonical
 from voe.errors import InputError
-from voe.graph import EdgeRow, NodeRow
+from voe.graph import EdgeRow, NodeRow, storable
 from voe.ontology import Label, Rel
 
 CHUNK_COMPONENTS = 4000  # about 26k nodes and edges for a record of files and sidecars: one write transaction
@@ -91,6 +91,7 @@ class _Hashing:
     def __init__(self, f: IO[bytes]) -> None:
         self.f, self.sha, self.size = f, hashlib.sha256(), 0
         self.surrogates = False
+        self.odd_space = False
         self._tail = b""
 
     def read(self, n: int = -1) -> bytes:
@@ -99,6 +100,8 @@ class _Hashing:
         self.size += len(data)
         if not self.surrogates and (_SURROGATE_ESCAPE.search(self._tail + data[:8]) or _SURROGATE_ESCAPE.search(data)):
             self.surrogates = True  # pairs too: scan() then looks closer
+        if not self.odd_space and (b"\x0b" in data or b"\x0c" in data):
+            self.odd_space = True  # yajl skips \v and \f as whitespace, json.loads refuses them
         self._tail = data[-8:]
         return data
 
@@ -176,6 +179,8 @@ def scan(path: Path) -> Scan:
                     continue
                 if event == "map_key":
                     key = value
+                    if key.startswith("components."):  # ijson's prefix of the components' items
+                        raise NotStreamable(f"a top-level key {key!r}")
                     if key == "components":
                         if seen_components:
                             raise NotStreamable("two components members")
@@ -196,6 +201,10 @@ def scan(path: Path) -> Scan:
         raise NotStreamable(str(exc).splitlines()[0]) from exc
     except OSError as exc:
         raise InputError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from exc
+    if hashing.odd_space:
+        raise NotStreamable("a vertical tab or form feed, which json.loads does not take as whitespace")
+    if not seen_components:
+        raise NotStreamable("no components member")  # a small record; its whole-file span has no components
     if hashing.surrogates and _lone_surrogate_escape(path):
         raise NotStreamable("a surrogate escape (\\uD800-\\uDFFF), which yajl does not keep")
     return Scan(header, count, hashing.sha.hexdigest(), hashing.size)
@@ -290,6 +299,16 @@ class NerdmStream(NerdmBuilder):
         self.file_size = scanned.size
         self.provenance = "nist_bytes"
         self.validated = schemas is not None
+        header = scanned.header
+        try:  # read_record's test, to the letter
+            looks_nerdm = "nerdm" in str(header.get("_schema", "")) or any(
+                str(t).startswith(("nrd:", "nrdp:")) for t in (header.get("@type") or []))
+        except TypeError:
+            looks_nerdm = False
+        if not isinstance(header.get("@id"), str) or not looks_nerdm:
+            raise NotStreamable("not a NERDm record")  # read_record says which check failed
+        if storable(record_file.name)[1]:
+            raise NotStreamable("a file name Neo4j cannot store as it is")  # its defect is located at the root
         try:
             self.header, self._header_unread = _lenient(NerdmHeader, doc)
         except Exception as exc:  # noqa: BLE001 - the in-memory path names the field (pipeline falls back)
@@ -321,7 +340,11 @@ class NerdmStream(NerdmBuilder):
         f, hashing = _open(self.record_file)
         with f:
             try:
-                yield from ijson.items(hashing, "components.item", use_float=True, buf_size=READ_BYTES)
+                for i, item in enumerate(ijson.items(hashing, "components.item", use_float=True, buf_size=READ_BYTES)):
+                    if i >= self.count:
+                        raise InputError("changed while it was read (more components than the first read found); "
+                                         "run again", path=str(self.record_file))
+                    yield item
                 while hashing.read(READ_BYTES):
                     pass
             except (ijson.JSONError, UnicodeDecodeError, OSError) as exc:
@@ -336,6 +359,7 @@ class NerdmStream(NerdmBuilder):
         stamp = hashlib.sha256()
         parts = self._stamp_parts
         stamp.update(b"\0".join(parts))
+        held_bytes = {self.file_sha}
         for i, raw in enumerate(self._items()):
             if i < 5:
                 self._first.append(raw)
@@ -362,6 +386,12 @@ class NerdmStream(NerdmBuilder):
                 part = h.stamp_part(comp.filepath)
                 if h.state not in ("special", "absent"):
                     self._holdings[cid] = h
+                if h.local is not None:
+                    # the same bytes twice: the in-memory build keeps the first File row and facts' locations
+                    # (its name and paths), which chunks written apart would not; such a record is read whole
+                    if h.local.sha256 in held_bytes:
+                        raise NotStreamable(f"{comp.filepath} holds the same bytes as another file of the record")
+                    held_bytes.add(h.local.sha256)
             elif kind is Label.SUBCOLLECTION and comp.filepath:
                 special = self._special_entry(comp.filepath)
                 if special is not None:
@@ -403,7 +433,7 @@ class NerdmStream(NerdmBuilder):
         return nodes, edges
 
     def head(self) -> tuple[list[NodeRow], list[EdgeRow]]:
-        """The Record, its file and archive and its references."""
+        """The Record, its file and archive."""
         self._fresh_rows()
         self._record_rows(self._first, self.count, located=False)  # its location comes last (deferred)
         sentinel = f"\0voe-components-{self.file_sha}"
@@ -412,7 +442,6 @@ class NerdmStream(NerdmBuilder):
         if not found:  # pragma: no cover - a key `components` at the top level is canonical as written
             raise NotStreamable("the record's canonical form has no components member")
         self._whole = hashlib.sha256(before + b'"components":[')
-        self._references()
         if self._check is not None:
             self._check.shell({**self.scanned.header, "components": []})
             # a finding may be at the record's root, located at the whole file, whose span is known at the end
@@ -473,14 +502,15 @@ class NerdmStream(NerdmBuilder):
         return nodes, edges
 
     def deferred(self) -> tuple[list[NodeRow], list[EdgeRow]]:
-        """After every chunk: the Record's location in its file (its span hash covers every component), the
-        schema's findings on the record itself (one may be located there) and the edges to components of a later
-        chunk, sealed and stamped."""
+        """After every chunk: the Record's location in its file (its span hash covers every component), its
+        references, the schema's findings on the record itself (one may be located there) and the edges to
+        components of a later chunk, sealed and stamped."""
         self._fresh_rows()
         self._whole.update(b"]" + self._whole_after)
         self._whole_span, self._whole = self._whole.hexdigest(), None
         self.g.edges.append(EdgeRow(Rel.LOCATED_AT, self.rec_id, Label.RECORD, self.location("", self.doc),
                                     Label.SOURCE_LOCATION))
+        self._references()  # last, as in the in-memory build: a reference's evidence id may be a folder's too
         self._schema_found(self._shell_found)
         nodes, edges = self._finish_rows(first=False)
         edges += self._deferred
@@ -506,5 +536,7 @@ class NerdmStream(NerdmBuilder):
 
 def open_streamed(record_file: Path, schemas: NerdmSchemas | None,
                   chunk_components: int | None = None) -> NerdmStream:
-    """Pass 1 and the builder; raises NotStreamable when the in-memory path should read the file."""
-    return NerdmStream(record_file, scan(record_file), schemas, chunk_components)
+    """Passes 1 and 2 and the builder; raises NotStreamable when the in-memory path should read the file."""
+    stream = NerdmStream(record_file, scan(record_file), schemas, chunk_components)
+    stream.prepare()
+    return stream

@@ -169,8 +169,6 @@ def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | N
     for kind, builder in _builders(path, schemas, graph):
         t0 = time.perf_counter()
         if isinstance(builder, NerdmStream):
-            stage[0] = "reading the record file's components"
-            builder.prepare()
             stage[0] = f"building and writing {builder.rec_id} a chunk of components at a time"
             builder.on_document = _files_progress(path, say)
             counts = write_streamed(graph, builder)
