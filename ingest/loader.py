@@ -544,7 +544,7 @@ def write_streamed(graph: Graph, stream: NerdmStream) -> WriteCounts:
     """Write a streamed record (ingest/nerdm_stream.py) with the guarantees of `_write_chunked`: the Record with
     its lease first, then each chunk of components in its own transaction while the next is built, the edges
     held back for later chunks, then the finish (a first ingest) or the swap (a replacement). Nothing of it is
-    visible before the last step, and a failure deletes what was written. Call `stream.prepare()` first: the
+    visible before the last step, and a failure deletes what was written. `open_streamed` has run pass 2: the
     stamp decides whether anything is written at all."""
     rg = stream.g
     with graph.writer() as w:

@@ -324,7 +324,6 @@ class NerdmStream(NerdmBuilder):
         self._holdings: dict[str, Holding] = {}
         self._later: dict[str, int] = {}
         self._deferred: list[EdgeRow] = []
-        self._all_files: set[str] = set()
         # the span hash of the whole record file, RFC 8785 built from its parts as the chunks pass (the header's
         # canonical form around the components' own)
         self._whole: Any = None
@@ -426,8 +425,6 @@ class NerdmStream(NerdmBuilder):
     def _finish_rows(self, first: bool) -> tuple[list[NodeRow], list[EdgeRow]]:
         self._seal(first=first)
         _stamp(self.g.nodes, self.g.edges, self.g.stamp)
-        self._all_files |= self._files
-        self.g.files = len(self._all_files)
         nodes, edges = self.g.nodes, self.g.edges
         self.g.nodes, self.g.edges = [], []
         return nodes, edges
