@@ -15,8 +15,9 @@ refuses a chunk for memory). A chunked write is invisible until its last step:
 Rows go through `GraphWriter.nodes(create=True)`: ids the graph does not hold are CREATEd, the rest MERGEd,
 and an edge with an endpoint this write created is CREATEd (in a later chunk only when that endpoint's id is
 one no other record's ingest can make: `_scoped`). A CREATE that meets an id a concurrent write committed
-meanwhile fails on the id constraint and the write runs again, then MERGEing it. The graph is the one MERGE
-of every row gives (tests/ingest/test_write_paths.py).
+meanwhile fails on the id constraint and the transaction runs again with every shared (not `_scoped`) node
+MERGEd, which waits on the constraint's lock instead of racing it. The graph is the one MERGE of every row
+gives (tests/ingest/test_write_paths.py).
 
 Every writing or swapping Record carries its writer's lease (host:pid and start); `clean_stale` removes
 what a dead writer left before the commit point and finishes a swap a dead writer left after it.
@@ -95,12 +96,12 @@ def write_record(graph: Graph, rg: RecordGraph, late: Late | None = None) -> Wri
                 cached.append(late())
             return cached[0] if cached else ([], [])
 
-        def one_transaction() -> WriteCounts:
+        def one_transaction(shared_create: bool) -> WriteCounts:
             with graph.writer() as w:
                 _previous(w, rg)
                 _refuse_if_busy(w, rg)
-                created = _write(w, rg.nodes, rg.edges)
-                _write(w, *late_rows(), created)
+                created = _write(w, rg.nodes, rg.edges, shared_create=shared_create)
+                _write(w, *late_rows(), created, shared_create=shared_create)
                 _finish(w, rg)
             return w.counts
 
@@ -114,16 +115,21 @@ def write_record(graph: Graph, rg: RecordGraph, late: Late | None = None) -> Wri
     return _write_chunked(graph, rg, late)
 
 
-def _retrying(commit: Callable[[], WriteCounts]) -> WriteCounts:
+def _retrying(commit: Callable[[bool], WriteCounts]) -> WriteCounts:
     """Run a write transaction again when a concurrent one got in its way: a deadlock or another transient
     conflict, or a node it had matched that another ingest's orphan pruning deleted before it wrote
-    (EntityNotFound). The writes are idempotent upserts, so running one again is safe."""
+    (EntityNotFound). The writes are idempotent upserts, so running one again is safe. `commit(shared_create)`:
+    whether shared nodes the graph lacks may be CREATEd; once a CREATE met a node a concurrent write committed
+    (ConstraintValidationFailed), they are MERGEd, since another ingest that keeps creating and pruning the
+    same shared ids (files of the same bytes) could win every race of the check-then-CREATE."""
+    shared_create = True
     for attempt in range(RETRIES):
         try:
-            return commit()
+            return commit(shared_create)
         except Neo4jError as exc:
             code = exc.code or ""
-            # ConstraintValidationFailed: another write created an id this one found absent and CREATEd
+            if code == "Neo.ClientError.Schema.ConstraintValidationFailed":
+                shared_create = False
             conflict = code in CONFLICT_CODES or (
                 code.startswith("Neo.TransientError.") and not _out_of_memory(exc))
             if not conflict or attempt == RETRIES - 1:
@@ -134,10 +140,15 @@ def _retrying(commit: Callable[[], WriteCounts]) -> WriteCounts:
 
 
 def _write(w: GraphWriter, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow],
-           fresh: Container[str] = frozenset()) -> set[str]:
+           fresh: Container[str] = frozenset(), shared_create: bool = True) -> set[str]:
     """Nodes, then edges, in one transaction; returns the nodes it created. An edge to a node created in this
-    transaction (or in `fresh`: nodes no one else can have linked since) is created, not merged."""
-    created = w.nodes(nodes, create=True)
+    transaction (or in `fresh`: nodes no one else can have linked since) is created, not merged. Without
+    `shared_create`, nodes another record's ingest may write too are MERGEd (and so not among those returned)."""
+    if shared_create:
+        created = w.nodes(nodes, create=True)
+    else:
+        w.nodes([n for n in nodes if not _scoped(n)])
+        created = w.nodes([n for n in nodes if _scoped(n)], create=True)
     if isinstance(fresh, _OwnPrefix):
         fresh.saw(nodes, created)
     w.edges(edges, fresh=_Either(created, fresh))
@@ -233,10 +244,10 @@ class Chunker:
     def _commit(self, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow]) -> WriteCounts:
         created: set[str] = set()
 
-        def commit() -> WriteCounts:
+        def commit(shared_create: bool) -> WriteCounts:
             with self.graph.writer() as w:
                 created.clear()
-                created.update(_write(w, nodes, edges, self.fresh))
+                created.update(_write(w, nodes, edges, self.fresh, shared_create))
             return w.counts
 
         try:
@@ -365,7 +376,7 @@ def _write_chunked(graph: Graph, rg: RecordGraph, late: Late | None) -> WriteCou
 
 def _finish_first(graph: Graph, rg: RecordGraph, chunks: Chunker) -> WriteCounts:
     """The last step of a first ingest written in several transactions: it becomes `complete`."""
-    def finish() -> WriteCounts:
+    def finish(_: bool) -> WriteCounts:
         with graph.writer() as w:
             _finish(w, rg)
         return w.counts
@@ -405,7 +416,7 @@ def finish_swap(graph: Graph, record_id: str) -> WriteCounts:
     # the staged node takes it over, as a direct write would have
     graph.execute_implicit("ingest/merge_staged", staged=staged, record_id=record_id, prefix=STAGED)
     _fault("renamed")
-    def complete() -> WriteCounts:
+    def complete(_: bool) -> WriteCounts:
         with graph.writer() as w:
             w.run("ingest/complete_swap", staged=staged, record_id=record_id, prefix=STAGED)
             w.run("ingest/prune_orphan_files")
@@ -572,11 +583,11 @@ def _write_stream_steps(graph: Graph, stream: NerdmStream, rg: RecordGraph, stag
         head_nodes, head_edges = stage(*stream.head())
         record = next(n for n in head_nodes if n.id == target)
 
-        def lease() -> WriteCounts:
+        def lease(shared_create: bool) -> WriteCounts:
             with graph.writer() as w:
                 _write(w, [record], (), chunks.fresh)
                 w.run("ingest/mark_writing", record_id=target, writer=WRITER, replaces=rg.record_id if staged else None)
-                _write(w, [n for n in head_nodes if n is not record], head_edges, chunks.fresh)
+                _write(w, [n for n in head_nodes if n is not record], head_edges, chunks.fresh, shared_create)
             return w.counts
 
         chunks.counts.merge(_retrying(lease))

@@ -108,20 +108,23 @@ def test_an_id_another_write_holds_is_merged_not_created(graph: Graph) -> None:
 
 def test_a_create_that_meets_a_concurrent_one_is_run_again_as_a_merge(graph: Graph) -> None:
     """Two writers that both found an id absent: the second CREATE fails on the id constraint, and the loader's
-    retry runs the write again, which then finds the id and MERGEs it."""
-    rows = [NodeRow("shared", (Label.FILE,), {"sha256": "y"})]
-    attempts: list[int] = []
+    retry runs the write again with shared nodes MERGEd, so another ingest that keeps creating and pruning the
+    same shared id cannot make it fail again."""
+    rows = [NodeRow("shared", (Label.FILE,), {"sha256": "y"}), NodeRow("c", (Label.COMPONENT,), {})]
+    attempts: list[bool] = []
+    created: list[set[str]] = []
 
-    def write() -> graph_module.WriteCounts:
-        attempts.append(1)
+    def write(shared_create: bool) -> graph_module.WriteCounts:
+        attempts.append(shared_create)
         with graph.writer() as w:
             if len(attempts) == 1:  # another ingest commits the id between this one's probe and its CREATE
                 with graph.writer() as other:
-                    other.nodes(rows)
+                    other.nodes(rows[:1])
                 w.run("write/create_nodes", rows=[{"props": {"id": "shared"}}], labels=[Label.FILE])
             else:
-                w.nodes(rows, create=True)
+                created.append(loader._write(w, rows, [], shared_create=shared_create))  # noqa: SLF001
         return w.counts
 
     loader._retrying(write)  # noqa: SLF001 - the loader's retry is what protects a CREATE
-    assert len(attempts) == 2 and graph.counts()["nodes"] == 1
+    assert attempts == [True, False] and graph.counts()["nodes"] == 2
+    assert created == [{"c"}]  # the record's own node is still CREATEd, the shared one MERGEd
