@@ -103,6 +103,48 @@ def make_pdf(folder: Path, pages: int = 40) -> Path:
     return folder
 
 
+def make_pdf_folder(folder: Path, files: int = 12, pages: int = 8) -> Path:
+    """A plain folder of `files` distinct PDFs: a record whose parsing the worker processes can share."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in range(files):
+        c = canvas.Canvas(str(folder / f"report-{f:02d}.pdf"), pagesize=A4, invariant=1)
+        for p in range(pages):
+            c.setFont("Helvetica", 10)
+            for line in range(50):
+                c.drawString(60, 800 - 15 * line, f"file {f} page {p + 1} line {line + 1}: specimen S{line:02d} "
+                                                  f"stress {400 + line + f} MPa")
+            c.showPage()
+        c.save()
+    return folder
+
+
+def parse_pool_case(folder: Path) -> dict[str, object]:
+    """The folder ingested with its files parsed in the ingest's process (VOE_PARSE_WORKERS=1), then by the
+    worker processes (the default): the same graph, the wall times side by side."""
+    from ingest import ingest_paths
+    from voe.graph import Graph
+
+    seconds: dict[str, float] = {}
+    with Graph() as graph:
+        graph.verify()
+        for workers in ("1", ""):
+            graph.clear()
+            os.environ["VOE_PARSE_WORKERS"] = workers
+            t0 = time.perf_counter()
+            report = ingest_paths([folder], graph)
+            seconds[workers or "default"] = time.perf_counter() - t0
+        os.environ.pop("VOE_PARSE_WORKERS")
+    from ingest.parse_ahead import workers as default_workers
+
+    return {"case": "pdf-folder", "files": sum(report.formats.values()), "pages": report.pages,
+            "workers": default_workers(), "serial_seconds": round(seconds["1"], 2),
+            "pool_seconds": round(seconds["default"], 2), "speedup": round(seconds["1"] / seconds["default"], 2),
+            }
+
+
 def pdf_case(folder: Path) -> dict[str, object]:
     from ingest.parsers.pdf import parse_pdf
 
@@ -193,6 +235,8 @@ def run_case(path: Path) -> dict[str, object]:
         return floor_case(path.with_name(path.name.removeprefix("floor:")))
     if path.name == "pdf-bench":
         return pdf_case(path)
+    if path.name == "pdf-folder":
+        return parse_pool_case(path)
     if path.name == "xlsx-template":
         return sheets_case()
     from ingest import ingest_paths
@@ -240,7 +284,8 @@ def main() -> None:
         for n, g in zip(map(int, args.sizes.split(",")), generated, strict=True):
             # voe, then the floor on the same rows, interleaved (the machine's load drifts)
             cases += [g, g.with_name(f"floor:{g.name}")] if n <= args.floor_up_to else [g]
-        cases += [make_pdf(Path(tmp) / "pdf-bench"), Path(tmp) / "xlsx-template", Path(tmp) / "all-shared"]
+        cases += [make_pdf(Path(tmp) / "pdf-bench"), make_pdf_folder(Path(tmp) / "pdf-folder"),
+                  Path(tmp) / "xlsx-template", Path(tmp) / "all-shared"]
         results = []
         for case in cases:
             out = subprocess.run([sys.executable, __file__, "--case", str(case)], capture_output=True, text=True,
@@ -259,6 +304,10 @@ def main() -> None:
             elif "pages_per_s" in result:
                 print(f"{result['case']:>14}: {result['pages']} pages, {result['facts']} located facts (lines, words) in "
                       f"{result['seconds']} s = {result['pages_per_s']} pages/s, peak RSS {result['peak_rss_mib_python']} MiB")
+            elif "speedup" in result:
+                print(f"{result['case']:>14}: {result['files']} PDFs, {result['pages']} pages: parsed in the ingest's "
+                      f"process {result['serial_seconds']} s, by {result['workers']} worker processes "
+                      f"{result['pool_seconds']} s = {result['speedup']}x")
             elif "cells_per_s" in result:
                 print(f"{result['case']:>14}: {result['files']} workbooks, {result['cells']} cells in {result['seconds']} s "
                       f"= {result['cells_per_s']} cells/s, peak RSS {result['peak_rss_mib_python']} MiB")

@@ -10,7 +10,8 @@ import hashlib
 import json
 import posixpath
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -25,6 +26,7 @@ from ingest.files import (
     resolve_pointer,
     span_sha256,
 )
+from ingest.parse_ahead import ParseAhead, Workers
 from ingest.parsers.model import Fact, Parsed
 from voe import collector
 from voe.errors import InputError
@@ -191,6 +193,7 @@ class BuilderCore:
     _entries: dict[str, str]  # what the folder holds (ingest.files.list_entries); symlinks listed, never followed
     _any_special: bool
     on_document: Callable[[str], None] | None = None  # called with each held file's path before it is parsed
+    parse_workers: Workers | None = None  # the ingest call's parser processes (else each build forks its own)
 
     def _fallback_origin(self) -> Origin:
         """Where the Record node's own values are reported."""
@@ -211,6 +214,7 @@ class BuilderCore:
         self._locations: set[str] = set()
         self._files: set[str] = set()
         self._doc_info: dict[str, tuple[str, Parsed]] = {}
+        self._ahead: ParseAhead | None = None
         self._file_rows: dict[str, NodeRow] = {}
         self._origins: dict[str, Origin] = {}
         self._located: dict[str, str] | None = None  # node id -> its first LOCATED_AT, built when needed
@@ -336,6 +340,25 @@ class BuilderCore:
         self.defect("graph.value", origin.subject, origin.label, pointer,
                     f"{pointer or '/'}: the value of {prop} {why}", location=origin.location)
 
+    @contextmanager
+    def _parsing_ahead(self, relpaths: Iterable[str]) -> Iterator[None]:
+        """While the block runs, the files named (in the order `document` will take them) are parsed ahead in
+        worker processes (ingest/parse_ahead.py): the ingest's (`parse_workers`), else the block's own."""
+        own = self.parse_workers is None
+        workers = Workers() if self.parse_workers is None else self.parse_workers
+        self._ahead = ParseAhead(self.root, relpaths, workers)
+        try:
+            yield
+        finally:
+            self._ahead.close()
+            self._ahead = None
+            if own:
+                workers.close()
+
+    def _regular(self, relpath: str) -> bool:
+        """Whether the folder listing holds a regular file at relpath, with nothing special above it."""
+        return self._entries.get(relpath) == "file" and self._special_entry(relpath) is None
+
     def _special_entry(self, relpath: str) -> tuple[str, str] | None:
         """The entry at relpath, or the folder above it, that is not a regular file or folder (a symlink, a
         FIFO, a socket, a device): its path and kind. Nothing under such an entry is read."""
@@ -386,7 +409,7 @@ class BuilderCore:
         """Parse a held file by content; one SourceLocation per fact (IN_FILE the file), defects on `subject`."""
         if self.on_document is not None:
             self.on_document(relpath)
-        parsed = parse_file(path, relpath)
+        parsed = self._ahead.take(path, relpath) if self._ahead is not None else parse_file(path, relpath)
         if parsed is None:
             return
         if parsed.pages:

@@ -91,35 +91,37 @@ class FolderBuilder(BuilderCore):
         held: dict[str, tuple[str, LocalBytes | None]] = {}
         summaries: list[ParsedFile] = []  # release notes (ingest/releases.py)
         changelogs: list[ParsedFile] = []
-        for f in files:
-            cid = ids.component_id(self.rec_id, f)
-            sidecar = is_sidecar(f)
-            local = self._hold_file(f, cid, parse=not sidecar, special=special.get(f))
-            held[f] = (cid, local)
-            self._component_row(f, cid, Label.CHECKSUM_FILE if sidecar else Label.DATA_FILE, folder_ids, local,
-                                special=self._special.get(f))
-            self._origins[cid] = Origin(f"{f}#file", cid, Label.COMPONENT)
-            if local is not None:
-                loc = ids.location_id(local.sha256, "file")
-                self._origins[cid] = Origin(f"{f}#file", cid, Label.COMPONENT, location=loc)
-                if loc not in self._locations:
-                    self._locations.add(loc)
-                    self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,), self._owned({
-                        "kind": "file_region", "path": f, "file_sha256": local.sha256, "locator": "file",
-                        "span_sha256": local.sha256})))
-                    self.g.edges.append(EdgeRow(Rel.IN_FILE, loc, Label.SOURCE_LOCATION, ids.file_id(local.sha256),
-                                                Label.FILE))
-                self.g.edges.append(EdgeRow(Rel.LOCATED_AT, cid, Label.COMPONENT, loc, Label.SOURCE_LOCATION))
-                if sidecar:
-                    continue  # integrity metadata of its target, never evidence (ingest/evidence.py)
-                info = self._doc_info.get(cid)
-                kind, rule = evidence_kind(f, None, None, info[1].format if info else None)
-                eid = self.add_evidence(f, kind, rule, Path(f).name, cid, [loc], provenance=self.provenance)
-                self._origins[eid] = self._origins[cid]
-                if info is not None and info[1].format == "release_summary":
-                    summaries.append(ParsedFile(f, info[1], local))
-                elif info is not None and is_changelog(f, info[1]):
-                    changelogs.append(ParsedFile(f, info[1], local))
+        # a listed file (never a symlink, FIFO or device: `entries` says what each is) that is not a sidecar
+        with self._parsing_ahead(f for f in files if entries[f] == "file" and not is_sidecar(f)):
+            for f in files:
+                cid = ids.component_id(self.rec_id, f)
+                sidecar = is_sidecar(f)
+                local = self._hold_file(f, cid, parse=not sidecar, special=special.get(f))
+                held[f] = (cid, local)
+                self._component_row(f, cid, Label.CHECKSUM_FILE if sidecar else Label.DATA_FILE, folder_ids, local,
+                                    special=self._special.get(f))
+                self._origins[cid] = Origin(f"{f}#file", cid, Label.COMPONENT)
+                if local is not None:
+                    loc = ids.location_id(local.sha256, "file")
+                    self._origins[cid] = Origin(f"{f}#file", cid, Label.COMPONENT, location=loc)
+                    if loc not in self._locations:
+                        self._locations.add(loc)
+                        self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,), self._owned({
+                            "kind": "file_region", "path": f, "file_sha256": local.sha256, "locator": "file",
+                            "span_sha256": local.sha256})))
+                        self.g.edges.append(EdgeRow(Rel.IN_FILE, loc, Label.SOURCE_LOCATION, ids.file_id(local.sha256),
+                                                    Label.FILE))
+                    self.g.edges.append(EdgeRow(Rel.LOCATED_AT, cid, Label.COMPONENT, loc, Label.SOURCE_LOCATION))
+                    if sidecar:
+                        continue  # integrity metadata of its target, never evidence (ingest/evidence.py)
+                    info = self._doc_info.get(cid)
+                    kind, rule = evidence_kind(f, None, None, info[1].format if info else None)
+                    eid = self.add_evidence(f, kind, rule, Path(f).name, cid, [loc], provenance=self.provenance)
+                    self._origins[eid] = self._origins[cid]
+                    if info is not None and info[1].format == "release_summary":
+                        summaries.append(ParsedFile(f, info[1], local))
+                    elif info is not None and is_changelog(f, info[1]):
+                        changelogs.append(ParsedFile(f, info[1], local))
         release_evidence(self, summaries, changelogs)  # once all files are parsed: the changelogs name files too
         for f in files:
             if is_sidecar(f):

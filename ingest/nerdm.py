@@ -332,8 +332,10 @@ class NerdmBuilder(BuilderCore):
             parsed.append((i, comp, cid))
 
         folders = {c.filepath: cid for _, c, cid in parsed if c.kind is Label.SUBCOLLECTION and c.filepath}
-        for i, comp, cid in parsed:
-            self._component(i, comp, cid, folders, by_nerdm_id)
+        with self._parsing_ahead(c.filepath for _, c, _ in parsed
+                                 if c.kind is Label.DATA_FILE and c.filepath and self._regular(c.filepath)):
+            for i, comp, cid in parsed:
+                self._component(i, comp, cid, folders, by_nerdm_id)
         self._evidence(parsed)
         self._references()
 

@@ -322,6 +322,7 @@ class NerdmStream(NerdmBuilder):
         self._folder_index: dict[str, int] = {}
         self._direct_files: Counter[str] = Counter()
         self._holdings: dict[str, Holding] = {}
+        self._to_parse: list[str] = []  # held data files, in component order (ingest/parse_ahead.py)
         self._later: dict[str, int] = {}
         self._deferred: list[EdgeRow] = []
         # the span hash of the whole record file, RFC 8785 built from its parts as the chunks pass (the header's
@@ -385,6 +386,8 @@ class NerdmStream(NerdmBuilder):
                 part = h.stamp_part(comp.filepath)
                 if h.state not in ("special", "absent"):
                     self._holdings[cid] = h
+                if h.local is not None and kind is Label.DATA_FILE:
+                    self._to_parse.append(comp.filepath)
                 if h.local is not None:
                     # the same bytes twice: the in-memory build keeps the first File row and facts' locations
                     # (its name and paths), which chunks written apart would not; such a record is read whole
@@ -448,13 +451,14 @@ class NerdmStream(NerdmBuilder):
     def chunks(self) -> Iterator[tuple[list[NodeRow], list[EdgeRow]]]:
         """Each chunk of components as sealed, stamped rows; edges to later components are held back."""
         batch: list[tuple[int, Any]] = []
-        for i, raw in enumerate(self._items()):
-            batch.append((i, raw))
-            if len(batch) >= self.chunk_components:
+        with self._parsing_ahead(self._to_parse):
+            for i, raw in enumerate(self._items()):
+                batch.append((i, raw))
+                if len(batch) >= self.chunk_components:
+                    yield self._chunk(batch)
+                    batch = []
+            if batch:
                 yield self._chunk(batch)
-                batch = []
-        if batch:
-            yield self._chunk(batch)
 
     def _chunk(self, batch: list[tuple[int, Any]]) -> tuple[list[NodeRow], list[EdgeRow]]:
         self._fresh_rows()

@@ -19,6 +19,7 @@ from ingest.folder import FolderBuilder, distinct_folder_ark, folder_ark
 from ingest.loader import clean_stale, write_record, write_streamed
 from ingest.nerdm import NERDM_FILENAME, find_record_file, open_record
 from ingest.nerdm_stream import NerdmStream, NotStreamable, open_streamed
+from ingest.parse_ahead import Workers
 from voe import collector
 from voe.errors import GraphBusy, GraphUnavailable, InputError
 from voe.graph import Graph, WriteCounts, storable, storable_key
@@ -124,13 +125,13 @@ def ingest_paths(
     for rid in clean_stale(graph):
         say(f"cleaned {rid}: a killed or failed ingest left it unfinished")
     totals = Totals()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="voe-schema") as pool:
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="voe-schema") as pool, Workers() as parsers:
         for done, path in enumerate(paths):
             if bar is not None:
                 bar(done, len(paths))
             stage = ["reading it"]
             try:
-                _ingest_one(Path(path), graph, schemas, pool, report, totals, say, stage)
+                _ingest_one(Path(path), graph, schemas, (pool, parsers), report, totals, say, stage)
             except GraphUnavailable:
                 raise
             except InputError as exc:
@@ -163,10 +164,14 @@ class Totals:
         self.graph = {"nodes_created": 0, "relationships_created": 0, "nodes_deleted": 0, "relationships_deleted": 0}
 
 
-def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | None, pool: ThreadPoolExecutor,
-                report: IngestReport, totals: Totals, say: Callable[[str], None], stage: list[str]) -> None:
-    """`stage[0]` says what is being done, for the report of a failure nobody foresaw."""
+def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | None,
+                pools: tuple[ThreadPoolExecutor, Workers], report: IngestReport, totals: Totals,
+                say: Callable[[str], None], stage: list[str]) -> None:
+    """`stage[0]` says what is being done, for the report of a failure nobody foresaw; `pools`: the schema
+    check's thread and the parser processes."""
+    pool, parsers = pools
     for kind, builder in _builders(path, schemas, graph):
+        builder.parse_workers = parsers
         t0 = time.perf_counter()
         if isinstance(builder, NerdmStream):
             stage[0] = f"building and writing {builder.rec_id} a chunk of components at a time"

@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     voe_stream_bytes: int = var("VOE_STREAM_BYTES", 32 << 20,
                                 "a NERDm record file of this many bytes or more is read in passes and written a "
                                 "chunk of components at a time (memory that does not grow with the record)")
+    voe_parse_workers: int | None = var("VOE_PARSE_WORKERS", None,
+                                        "processes that parse a record's held files ahead of its build (1: in the "
+                                        "ingest's own process)")
     voe_fault_at: str | None = var("VOE_FAULT_AT", None, "test hook: kill an ingest at this step")
 
     @property
