@@ -1,12 +1,13 @@
-"""`voe db`: the local Neo4j server (up, down, status, clear)."""
+"""`voe db`: the local Neo4j server (up, down, status, import, clear)."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
-from cli.app import F, cli, emit_json, log_to_stderr
+from cli.app import F, cli, emit_json, log_to_stderr, progress_reporter, quiet_option
 
 
 def _server_options(fn: F) -> F:
@@ -20,7 +21,7 @@ def _server_options(fn: F) -> F:
 
 @cli.group()
 def db() -> None:
-    """Start, stop and inspect a local Neo4j Community server.
+    """Start, stop and inspect a local Neo4j Community server; bulk-load an empty one.
 
     The server is assembled from Maven Central jars pinned by sha256 in tools/neo4j/jars.lock.json
     (about 140 MB, downloaded once into ~/.cache/voe or $VOE_CACHE_DIR and checked on every start).
@@ -114,6 +115,56 @@ def db_status(instance: str, bolt_port: int, http_port: int, as_json: bool) -> N
         click.echo(f"not running ({status.bolt_uri}); start it with `voe db up`")
     if not status.running:
         sys.exit(1)
+
+
+@db.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_server_options
+@click.option("--heap", default="2g", show_default=True, help="JVM heap for Neo4j and for the importer.")
+@click.option("--pagecache", default="512m", show_default=True, help="Neo4j page cache size.")
+@click.option("--schemas", "schema_dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Folder with the NERDm schemas (as for `voe ingest`).")
+@click.option("--no-schema", is_flag=True, help="Skip NERDm schema validation.")
+@click.option("--json", "as_json", is_flag=True, help="Print the ingest summary as JSON.")
+@quiet_option
+def db_import(paths: tuple[Path, ...], instance: str, bolt_port: int, http_port: int, heap: str, pagecache: str,
+              schema_dir: Path | None, no_schema: bool, as_json: bool, quiet: bool) -> None:
+    """First load of many records into the local server's empty database, offline.
+
+    Reads and builds each PATH as `voe ingest` does (the same graph: a test compares them),
+    writes the rows as CSV, stops the local server, builds the database with
+    `neo4j-admin database import full` and starts the server again with voe's schema. For a
+    first load of a large archive; afterwards `voe ingest` adds and replaces records as usual.
+    Refused (exit 1, nothing changed) when the database holds anything; a path that cannot be
+    read is reported and the others still load (exit 2). Each record is read whole, and one
+    record id comes from one path. Not for a remote server or a cluster: use `voe ingest`.
+
+    \b
+    Examples:
+      voe db import ../shared/archives/mds2-4103 ../shared/archives/mds2-2525
+      voe db import --instance mine --bolt-port 27687 --http-port 27474 ARCHIVE/* --json
+    """
+    from ingest.bulk import bulk_import
+    from voe.neo4j_server import LocalNeo4j
+
+    if schema_dir is not None and not schema_dir.is_dir():
+        raise click.BadParameter(f"{schema_dir} is not a folder", param_hint="--schemas")
+    reporter = progress_reporter(quiet or as_json)
+    server = LocalNeo4j(instance, bolt_port, http_port, heap, pagecache, log=log_to_stderr(not as_json))
+    with reporter.bar("build", len(paths), "paths") as bar:
+        report = bulk_import(list(paths), server, schema_dir=schema_dir, validate_schema=not no_schema,
+                             progress=reporter.say, bar=bar.update)
+    if as_json:
+        emit_json(report.model_dump())
+    else:
+        click.echo(f"records:    {report.records}")
+        click.echo(f"graph:      {report.graph['nodes_created']} nodes and "
+                   f"{report.graph['relationships_created']} relationships imported")
+        click.echo(f"seconds:    {report.seconds}")
+        for err in report.errors:
+            where = err.path + (f"#{err.pointer}" if err.pointer else "")
+            click.echo(f"error: {where}: {err.message}", err=True)
+    sys.exit(report.exit_code)
 
 
 @db.command("clear")

@@ -22,10 +22,12 @@ from ingest.nerdm_stream import NerdmStream, NotStreamable, open_streamed
 from ingest.parse_ahead import Workers
 from voe import collector
 from voe.errors import GraphBusy, GraphUnavailable, InputError
-from voe.graph import Graph, WriteCounts, storable, storable_key
+from voe.graph import EdgeRow, Graph, NodeRow, WriteCounts, storable, storable_key
 from voe.settings import settings
 
 REPORT_VERSION = 1
+# where a bulk load's rows go instead of the graph: (record rows, the schema check's rows, path) -> counts
+Sink = Callable[[RecordGraph, tuple[list[NodeRow], list[EdgeRow]], str], WriteCounts]
 log = logging.getLogger(__name__)
 
 
@@ -101,12 +103,15 @@ def ingest_paths(
     validate_schema: bool = True,
     progress: Callable[[str], None] | None = None,
     bar: Callable[[int, int], None] | None = None,
+    sink: Sink | None = None,
 ) -> IngestReport:
     """Ingest each path (a record folder or a nerdm.json). A path that fails is reported and skipped;
     the others are still ingested, each in its own transaction. Input voe cannot read is an InputError's
     message; any other failure while reading, building or writing one path is reported for that path as
     what failed (the traceback goes to the debug log); only GraphUnavailable (Neo4j down) stops the call.
-    `progress` gets messages, `bar` (paths done, paths) is called after each path."""
+    `progress` gets messages, `bar` (paths done, paths) is called after each path. With `sink`, each record's
+    rows (and its schema check's) go to `sink(rows, late rows, path)` instead of the graph, every record read
+    whole (ingest/bulk.py)."""
     say = progress or (lambda _m: None)
     started = time.perf_counter()
     report = IngestReport()
@@ -131,7 +136,7 @@ def ingest_paths(
                 bar(done, len(paths))
             stage = ["reading it"]
             try:
-                _ingest_one(Path(path), graph, schemas, (pool, parsers), report, totals, say, stage)
+                _ingest_one(Path(path), graph, schemas, (pool, parsers), report, totals, say, stage, sink)
             except GraphUnavailable:
                 raise
             except InputError as exc:
@@ -166,11 +171,11 @@ class Totals:
 
 def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | None,
                 pools: tuple[ThreadPoolExecutor, Workers], report: IngestReport, totals: Totals,
-                say: Callable[[str], None], stage: list[str]) -> None:
+                say: Callable[[str], None], stage: list[str], sink: Sink | None = None) -> None:
     """`stage[0]` says what is being done, for the report of a failure nobody foresaw; `pools`: the schema
     check's thread and the parser processes."""
     pool, parsers = pools
-    for kind, builder in _builders(path, schemas, graph):
+    for kind, builder in _builders(path, schemas, graph, whole=sink is not None):
         builder.parse_workers = parsers
         t0 = time.perf_counter()
         if isinstance(builder, NerdmStream):
@@ -193,7 +198,10 @@ def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | N
         with collector.relaxed():
             rg = builder.build()
             stage[0] = f"writing {rg.record_id} to the graph"
-            counts = write_record(graph, rg, late)
+            if sink is not None:
+                counts = sink(rg, late() if late is not None else ([], []), str(path))
+            else:
+                counts = write_record(graph, rg, late)
         _account(rg, counts, t0, path, report, totals, say)
         stage[0] = "reading it"
 
@@ -250,7 +258,7 @@ def _folder_builder(path: Path, graph: Graph) -> FolderBuilder:
     return FolderBuilder(path)
 
 
-def _nerdm(path: Path, schemas: nerdm_schema.NerdmSchemas | None) -> BuilderCore:
+def _nerdm(path: Path, schemas: nerdm_schema.NerdmSchemas | None, whole: bool = False) -> BuilderCore:
     """A NERDm record: read whole, or in passes when its file is VOE_STREAM_BYTES or larger and the first pass
     finds nothing that the in-memory reader should name (ingest/nerdm_stream.py)."""
     record_file = find_record_file(path)
@@ -258,7 +266,7 @@ def _nerdm(path: Path, schemas: nerdm_schema.NerdmSchemas | None) -> BuilderCore
         large = record_file.stat().st_size >= settings().voe_stream_bytes
     except OSError:
         large = False  # open_record says what is wrong with it
-    if large:
+    if large and not whole:
         try:
             return open_streamed(record_file, schemas)
         except NotStreamable as exc:
@@ -266,7 +274,8 @@ def _nerdm(path: Path, schemas: nerdm_schema.NerdmSchemas | None) -> BuilderCore
     return open_record(path, schemas is not None)
 
 
-def _builders(path: Path, schemas: nerdm_schema.NerdmSchemas | None, graph: Graph) -> list[tuple[str, BuilderCore]]:
+def _builders(path: Path, schemas: nerdm_schema.NerdmSchemas | None, graph: Graph,
+              whole: bool = False) -> list[tuple[str, BuilderCore]]:
     """What the path is, by content: a NERDm record (folder or file), a plain folder, or a facts catalog."""
     if not path.exists():
         raise InputError("path does not exist", path=str(path))
@@ -276,7 +285,7 @@ def _builders(path: Path, schemas: nerdm_schema.NerdmSchemas | None, graph: Grap
                          path=str(path))
     if path.is_dir():
         if (path / NERDM_FILENAME).exists() or (path / NERDM_FILENAME).is_symlink():
-            return [("nerdm", _nerdm(path, schemas))]
+            return [("nerdm", _nerdm(path, schemas, whole))]
         if all(kind == "dir" for _, kind in iter_entries(path)):  # stops at the first entry that is not a folder
             raise InputError("folder is empty: no nerdm.json and no files to ingest", path=str(path))
         return [("folder", _folder_builder(path, graph))]
@@ -287,7 +296,7 @@ def _builders(path: Path, schemas: nerdm_schema.NerdmSchemas | None, graph: Grap
     if looks_like_catalog(head):
         return [("catalog", b) for b in catalog_builders(path, hash_file(path, follow_symlinks=True),
                                                           path.read_bytes())]
-    return [("nerdm", _nerdm(path, schemas))]
+    return [("nerdm", _nerdm(path, schemas, whole))]
 
 
 def _account(rg: RecordGraph, counts: WriteCounts, t0: float, path: Path, report: IngestReport, totals: Totals,
