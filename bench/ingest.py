@@ -6,10 +6,12 @@ target so the defect path is exercised; record files of 32 MiB and more, here 10
 streamed: ingest/nerdm_stream.py); a generated 40-page PDF (pages/s through the PDF parser); the
 real spreadsheets of the AM Bench 2025 template (cells/s through the workbook parsers); and the whole
 shared archive set end to end (every record folder, the template folder and the FACTS catalog in one
-call). Each case runs in a fresh subprocess against an emptied graph so peak RSS is per case. Needs a
+call); a folder of 12 generated PDFs ingested with its files parsed in the ingest's process, then by the worker
+processes (ingest/parse_ahead.py); and `voe db import` of each generated record up to --bulk-up-to into a
+server of its own (Bolt 27687), its time over the online ingest's. Each case runs in a fresh subprocess against an emptied graph so peak RSS is per case. Needs a
 running Neo4j (NEO4J_URI or `voe db up`).
 
-    python bench/ingest.py [--sizes 10000,100000,300000] [--floor-up-to 100000] [--json]
+    python bench/ingest.py [--sizes 10000,100000,300000] [--floor-up-to 100000] [--bulk-up-to 100000] [--json]
     python bench/ingest.py --sizes 1000000        # the long profile: peak RSS of a million components
 
 The floor (a bare-driver loader of the same rows, see floor_case) builds the whole record in memory, so it runs
@@ -145,6 +147,33 @@ def parse_pool_case(folder: Path) -> dict[str, object]:
             }
 
 
+def bulk_case(path: Path) -> dict[str, object]:
+    """`voe db import` of the record into an empty local server of its own (instance bench-bulk, Bolt 27687):
+    build, CSV, neo4j-admin's import and the server's restart, timed end to end (the online case's ratio is
+    printed beside it)."""
+    import shutil
+
+    from ingest.bulk import bulk_import
+    from voe.config import Neo4jSettings
+    from voe.graph import Graph
+    from voe.neo4j_server import LocalNeo4j
+
+    server = LocalNeo4j("bench-bulk", bolt_port=27687, http_port=27474, heap="1g", pagecache="256m")
+    server.up()
+    try:
+        with Graph(Neo4jSettings(uri=server.bolt_uri)) as graph:
+            graph.clear()
+        t0 = time.perf_counter()
+        report = bulk_import([path], server)
+        seconds = time.perf_counter() - t0
+    finally:
+        server.down()
+        shutil.rmtree(server.home, ignore_errors=True)
+    return {"case": f"bulk:{path.name}", "elements": report.elements_written, "seconds": round(seconds, 2),
+            "nodes": report.graph["nodes_created"], "relationships": report.graph["relationships_created"],
+            "peak_rss_mib_python": round(_peak_rss_kib() / 1024, 1)}
+
+
 def pdf_case(folder: Path) -> dict[str, object]:
     from ingest.parsers.pdf import parse_pdf
 
@@ -231,6 +260,8 @@ def _empty():  # type: ignore[no-untyped-def]
 
 def run_case(path: Path) -> dict[str, object]:
     sys.path.insert(0, str(REPO))
+    if path.name.startswith("bulk:"):
+        return bulk_case(path.with_name(path.name.removeprefix("bulk:")))
     if path.name.startswith("floor:"):
         return floor_case(path.with_name(path.name.removeprefix("floor:")))
     if path.name == "pdf-bench":
@@ -270,6 +301,8 @@ def main() -> None:
                         help="generated record sizes (components); the long profile is --sizes 1000000")
     parser.add_argument("--floor-up-to", type=int, default=100_000,
                         help="run the bare-driver floor for generated sizes up to this (it holds the whole record)")
+    parser.add_argument("--bulk-up-to", type=int, default=100_000,
+                        help="run `voe db import` (its own server on Bolt 27687) for generated sizes up to this")
     parser.add_argument("--json", action="store_true", help="print JSON lines")
     parser.add_argument("--case", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -284,6 +317,8 @@ def main() -> None:
         for n, g in zip(map(int, args.sizes.split(",")), generated, strict=True):
             # voe, then the floor on the same rows, interleaved (the machine's load drifts)
             cases += [g, g.with_name(f"floor:{g.name}")] if n <= args.floor_up_to else [g]
+            if n <= args.bulk_up_to:
+                cases.append(g.with_name(f"bulk:{g.name}"))
         cases += [make_pdf(Path(tmp) / "pdf-bench"), make_pdf_folder(Path(tmp) / "pdf-folder"),
                   Path(tmp) / "xlsx-template", Path(tmp) / "all-shared"]
         results = []
@@ -304,6 +339,12 @@ def main() -> None:
             elif "pages_per_s" in result:
                 print(f"{result['case']:>14}: {result['pages']} pages, {result['facts']} located facts (lines, words) in "
                       f"{result['seconds']} s = {result['pages_per_s']} pages/s, peak RSS {result['peak_rss_mib_python']} MiB")
+            elif str(result["case"]).startswith("bulk:"):
+                voe = next(r for r in results if r["case"] == str(result["case"]).removeprefix("bulk:"))
+                result["bulk_over_online"] = round(float(result["seconds"]) / float(voe["seconds"]), 2)  # type: ignore[arg-type]
+                print(f"{result['case']:>14}: {result['nodes']} nodes, {result['relationships']} relationships in "
+                      f"{result['seconds']:>7.2f} s end to end (build, CSV, neo4j-admin import, server restart); "
+                      f"bulk/online {result['bulk_over_online']}x")
             elif "speedup" in result:
                 print(f"{result['case']:>14}: {result['files']} PDFs, {result['pages']} pages: parsed in the ingest's "
                       f"process {result['serial_seconds']} s, by {result['workers']} worker processes "
