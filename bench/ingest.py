@@ -8,8 +8,8 @@ real spreadsheets of the AM Bench 2025 template (cells/s through the workbook pa
 shared archive set end to end (every record folder, the template folder and the FACTS catalog in one
 call); a folder of 12 generated PDFs ingested with its files parsed in the ingest's process, then by the worker
 processes (ingest/parse_ahead.py); and `voe db import` of each generated record up to --bulk-up-to into a
-server of its own (Bolt 27687), its time over the online ingest's. Each case runs in a fresh subprocess against an emptied graph so peak RSS is per case. Needs a
-running Neo4j (NEO4J_URI or `voe db up`).
+server of its own (Bolt 27687), its time over the online ingest's. Each case runs in a fresh subprocess
+against an emptied graph so peak RSS is per case. Needs a running Neo4j (NEO4J_URI or `voe db up`).
 
     python bench/ingest.py [--sizes 10000,100000,300000] [--floor-up-to 100000] [--bulk-up-to 100000] [--json]
     python bench/ingest.py --sizes 1000000        # the long profile: peak RSS of a million components
