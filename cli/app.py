@@ -34,6 +34,13 @@ def progress_reporter(quiet: bool) -> Any:
     return Progress(enabled=not quiet)
 
 
+def echo_errors(report: Any) -> None:
+    """An ingest report's problems on stderr, each with its path and pointer."""
+    for err in report.errors:
+        where = err.path + (f"#{err.pointer}" if err.pointer else "")
+        click.echo(f"error: {where}: {err.message}", err=True)
+
+
 def log_to_stderr(enabled: bool) -> Callable[[str], None]:
     return (lambda msg: click.echo(msg, err=True)) if enabled else (lambda _msg: None)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cli.app import cli, emit_json, progress_reporter, quiet_option
+from cli.app import cli, echo_errors, emit_json, progress_reporter, quiet_option
 
 
 @cli.command()
@@ -62,9 +62,7 @@ def ingest(paths: tuple[Path, ...], schema_dir: Path | None, no_schema: bool, st
         click.echo(f"graph:      {report.graph['nodes_created']} nodes and "
                    f"{report.graph['relationships_created']} relationships created")
         click.echo(f"seconds:    {report.seconds}")
-        for err in report.errors:
-            where = err.path + (f"#{err.pointer}" if err.pointer else "")
-            click.echo(f"error: {where}: {err.message}", err=True)
+        echo_errors(report)
     code = report.exit_code
     if code == 0 and strict and report.defects:
         code = 1

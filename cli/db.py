@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cli.app import F, cli, emit_json, log_to_stderr, progress_reporter, quiet_option
+from cli.app import F, cli, echo_errors, emit_json, log_to_stderr, progress_reporter, quiet_option
 
 
 def _server_options(fn: F) -> F:
@@ -161,9 +161,7 @@ def db_import(paths: tuple[Path, ...], instance: str, bolt_port: int, http_port:
         click.echo(f"graph:      {report.graph['nodes_created']} nodes and "
                    f"{report.graph['relationships_created']} relationships imported")
         click.echo(f"seconds:    {report.seconds}")
-        for err in report.errors:
-            where = err.path + (f"#{err.pointer}" if err.pointer else "")
-            click.echo(f"error: {where}: {err.message}", err=True)
+        echo_errors(report)
     sys.exit(report.exit_code)
 
 

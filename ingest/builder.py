@@ -344,15 +344,14 @@ class BuilderCore:
     def _parsing_ahead(self, relpaths: Iterable[str]) -> Iterator[None]:
         """While the block runs, the files named (in the order `document` will take them) are parsed ahead in
         worker processes (ingest/parse_ahead.py): the ingest's (`parse_workers`), else the block's own."""
-        own = self.parse_workers is None
-        workers = Workers() if self.parse_workers is None else self.parse_workers
+        workers = self.parse_workers or Workers()
         self._ahead = ParseAhead(self.root, relpaths, workers)
         try:
             yield
         finally:
             self._ahead.close()
             self._ahead = None
-            if own:
+            if workers is not self.parse_workers:
                 workers.close()
 
     def _regular(self, relpath: str) -> bool:

@@ -16,14 +16,13 @@ memory (a record file that `voe ingest` would stream is read whole here), and on
 from __future__ import annotations
 
 import csv
-import logging
 import math
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ingest.builder import RecordGraph
 from ingest.pipeline import IngestReport, ingest_paths
@@ -32,7 +31,9 @@ from voe.errors import InputError, OntologyViolation, VoeError
 from voe.graph import EdgeRow, Graph, NodeRow, WriteCounts
 from voe.ontology import Label, Ontology
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from voe.neo4j_server import LocalNeo4j
+
 ARRAY_DELIMITER = "\x1f"  # a control character no real value holds (checked: a value holding it is refused)
 ADMIN_TOOL = "org.neo4j.cli.AdminTool"
 RECORD_LEASE = ("writer", "writing_since", "replaces")  # what mark_complete removes from a Record
@@ -154,7 +155,8 @@ class _Files:
             handle = path.open("w", encoding="utf-8", newline="")
             writer = csv.writer(handle, quoting=csv.QUOTE_ALL, lineterminator="\n")
             writer.writerow([*self.fixed, *(f"{name}:{kind}" for name, kind in typed)])
-            self.writers[signature], self.paths = writer, [*self.paths, path]
+            self.writers[signature] = writer
+            self.paths.append(path)
             self.handles.append(handle)
         row = [*fixed, *(_text(props[name]) for name, _ in typed)]
         self.longest = max(self.longest, *(len(v) for v in row))
@@ -191,9 +193,9 @@ def write_csv(rows: BulkRows, folder: Path) -> tuple[list[Path], list[Path], lis
     return nodes.paths, rels.paths, fixes, max(nodes.longest, rels.longest)
 
 
-def run_import(server: Any, database: str, node_files: Sequence[Path], rel_files: Sequence[Path], longest: int,
+def run_import(server: LocalNeo4j, database: str, node_files: Sequence[Path], rel_files: Sequence[Path], longest: int,
                report_file: Path) -> None:
-    """neo4j-admin's full import into `database` of the stopped local server (`server`: a LocalNeo4j)."""
+    """neo4j-admin's full import into `database` of the stopped local server."""
     from voe.java import find_java
     from voe.neo4j_server import JVM_OPENS
 
@@ -213,7 +215,7 @@ def run_import(server: Any, database: str, node_files: Sequence[Path], rel_files
         raise BulkError(f"neo4j-admin database import failed (exit {done.returncode}):\n{tail}")
 
 
-def bulk_import(paths: Sequence[Path], server: Any, *, schema_dir: Path | None = None, validate_schema: bool = True,
+def bulk_import(paths: Sequence[Path], server: LocalNeo4j, *, schema_dir: Path | None = None, validate_schema: bool = True,
                 progress: Callable[[str], None] | None = None,
                 bar: Callable[[int, int], None] | None = None) -> IngestReport:
     """Build every path as `voe ingest` would, then load them all into the local server's empty database with the

@@ -386,9 +386,9 @@ class NerdmStream(NerdmBuilder):
                 part = h.stamp_part(comp.filepath)
                 if h.state not in ("special", "absent"):
                     self._holdings[cid] = h
-                if h.local is not None and kind is Label.DATA_FILE:
-                    self._to_parse.append(comp.filepath)
                 if h.local is not None:
+                    if kind is Label.DATA_FILE:
+                        self._to_parse.append(comp.filepath)
                     # the same bytes twice: the in-memory build keeps the first File row and facts' locations
                     # (its name and paths), which chunks written apart would not; such a record is read whole
                     if h.local.sha256 in held_bytes:

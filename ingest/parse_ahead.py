@@ -1,6 +1,6 @@
 """Parse a record's held files in worker processes, ahead of the builder that consumes them in its own order.
 
-A builder names up front, in its order, the files it expects to parse (`ParseAhead.expect`); the pool parses a
+A builder names up front, in its order, the files it expects to parse (a `ParseAhead` of them); the pool parses a
 few of them ahead while the builder hashes, checks and builds rows, and `take` hands each result over when
 the builder reaches that file. `parse_file` is a pure function of the file's bytes and the budgets, so the rows
 are those of a serial build (tests/ingest/test_parse_ahead.py compares graphs). A file the builder takes that
