@@ -131,7 +131,8 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
 def score_cmd(run_dir: Path, compare: Path | None, as_json: bool) -> None:
     """Verify a run with the graph-query verifiers and print its metrics and codebook.
 
-    Trajectories are written to the graph (Run, Trajectory, Step) and checked by Cypher:
+    Trajectories are written to the graph (Run, Trajectory with its steps as lists, REQUESTED edges to the
+    evidence the steps were answered with) and checked by Cypher:
     action class accepted, payload bound to pulled evidence, grounded.
 
     \b

@@ -1,5 +1,6 @@
-"""Write a run's trajectories into the graph (Run, Trajectory, Step, REQUESTED, TERMINATED_WITH) and run
-the verifier as one Cypher batch over all of them (cypher/verifiers/verify_trajectories.cypher)."""
+"""Write a run's trajectories into the graph (Run, Trajectory with its steps as list properties, IN_RUN,
+ATTEMPTS, REQUESTED) and run the verifier as one Cypher batch over all of them
+(cypher/verifiers/verify_trajectories.cypher)."""
 
 from __future__ import annotations
 
@@ -28,9 +29,12 @@ class Verdict(BaseModel):
 
 # the edges write_trajectories.cypher creates, checked against the ontology before anything is written
 WRITTEN_EDGES = ((Rel.IN_RUN, Label.TRAJECTORY, Label.RUN), (Rel.ATTEMPTS, Label.TRAJECTORY, Label.TASK),
-                 (Rel.HAS_STEP, Label.TRAJECTORY, Label.STEP), (Rel.TERMINATED_WITH, Label.TRAJECTORY, Label.STEP),
-                 (Rel.REQUESTED, Label.STEP, Label.EVIDENCE))
+                 (Rel.REQUESTED, Label.TRAJECTORY, Label.EVIDENCE))
 BATCH_TRAJECTORIES = 2000
+# How a run's trajectories sit in the graph, kept on the Run node: a run written in another shape (shape 1 had a
+# Step node per step, with HAS_STEP, REQUESTED and TERMINATED_WITH edges) is rewritten even from the same files.
+GRAPH_SHAPE = 2
+ASKED = ("revealed", "unavailable")  # the outcomes of a request the environment answered
 
 
 RUN_FILES = ("run.json", "steps.jsonl", "trajectories.jsonl")  # what the graph's copy of a run is made from
@@ -48,10 +52,14 @@ def run_files_sha256(run_dir: Path) -> str:
 
 
 def write_run(graph: Graph, run_dir: Path) -> str:
-    """Run, Trajectory and Step nodes with IN_RUN, ATTEMPTS, HAS_STEP, REQUESTED and TERMINATED_WITH, replacing
-    what an earlier scoring of the run wrote, in one transaction: the same nodes, properties and edges as the
-    generic writer would make, created in batches of whole trajectories. A run the graph already holds from the
-    same files (digest on the Run node, every trajectory still attached to its task) is left as it is."""
+    """Run and Trajectory nodes with IN_RUN, ATTEMPTS and REQUESTED, replacing what an earlier scoring of the run
+    wrote, in one transaction: the same nodes, properties and edges as the generic writer would make, created in
+    batches of whole trajectories. A trajectory's steps are its `step_action`, `step_outcome` and
+    `step_evidence_id` lists (index = t; "" where a step has none) and one REQUESTED edge per step the
+    environment answered with the evidence or `unavailable` (the step is where the evidence id sits in
+    `step_evidence_id` with that outcome). A run the graph already holds from the same
+    files in this shape (digest and GRAPH_SHAPE on the Run node, every trajectory still attached to its task) is
+    left as it is."""
     run_id, work = _run_writer(graph, run_dir)
     graph.transact(work)
     return run_id
@@ -88,30 +96,36 @@ def _run_writer(graph: Graph, run_dir: Path) -> tuple[str, Callable[[GraphWriter
         graph.ontology.check_edge(rel, src, dst)
     by_trajectory: dict[str, list[dict[str, Any]]] = {}
     for s in steps:
-        sid = f"{s['trajectory_id']}#{s['t']}"
-        by_trajectory.setdefault(s["trajectory_id"], []).append({
-            "props": {"id": sid, "t": s["t"], "action": s["action"], "outcome": s["outcome"],
-                      "evidence_id": s["evidence_id"], "payload": s["payload"]},
-            "requested": s["evidence_id"] if s["outcome"] in ("revealed", "unavailable") else None,
-            "terminal": s["outcome"] == "terminal"})
+        by_trajectory.setdefault(s["trajectory_id"], []).append(s)
     _refuse_inconsistent(run_dir, trajectories, by_trajectory)
-    rows = [{"task_id": tr["task_id"], "steps": by_trajectory.get(tr["trajectory_id"], []),
-             "props": {"id": tr["trajectory_id"], "task_id": tr["task_id"], "pass_index": tr["pass_index"],
-                       "policy": tr["policy"], "end": tr["end"], "terminal_class": tr["terminal_class"],
-                       "payload": tr["payload"], "steps": tr["steps"]}} for tr in trajectories]
+    rows = []
+    for tr in trajectories:
+        tr_steps = sorted(by_trajectory.get(tr["trajectory_id"], []), key=lambda x: x["t"])
+        rows.append({"task_id": tr["task_id"],
+                     "requested": [s["evidence_id"] for s in tr_steps if s["outcome"] in ASKED],
+                     "props": {"id": tr["trajectory_id"], "task_id": tr["task_id"], "pass_index": tr["pass_index"],
+                               "policy": tr["policy"], "end": tr["end"], "terminal_class": tr["terminal_class"],
+                               "payload": tr["payload"], "steps": tr["steps"],
+                               "step_action": [s.get("action") or "" for s in tr_steps],
+                               "step_outcome": [s["outcome"] for s in tr_steps],
+                               "step_evidence_id": [s.get("evidence_id") or "" for s in tr_steps]}})
     run = NodeRow(run_id, (Label.RUN,), {**{k: info[k] for k in ("policy", "passes", "seed", "content_hash", "tasks")},
-                                         "files_sha256": files_sha256})
+                                         "files_sha256": files_sha256, "graph_shape": GRAPH_SHAPE})
 
     def work(w: GraphWriter) -> None:
         held = w.run("verifiers/run_held", run_id=run_id)
-        if held and held[0]["files_sha256"] == files_sha256 and held[0]["attached"] == len(rows):
+        if (held and held[0]["files_sha256"] == files_sha256 and held[0]["graph_shape"] == GRAPH_SHAPE
+                and held[0]["attached"] == len(rows)):
             return
         w.run("verifiers/clear_run", run_id=run_id)
         w.nodes([run])
         for start in range(0, len(rows), BATCH_TRAJECTORIES):
             batch = rows[start:start + BATCH_TRAJECTORIES]
-            done = w.run("verifiers/write_trajectories", run_id=run_id, rows=batch)[0]
-            asked = sum(1 for r in batch for st in r["steps"] if st["requested"] is not None)
+            evidence = sorted({e for r in batch for e in r["requested"]})
+            position = {e: k for k, e in enumerate(evidence)}
+            sent = [{**r, "requested": [position[e] for e in r["requested"]]} for r in batch]
+            done = w.run("verifiers/write_trajectories", run_id=run_id, rows=sent, evidence=evidence)[0]
+            asked = sum(len(r["requested"]) for r in batch)
             if done["trajectories"] != len(batch) or done["requested"] != asked:
                 raise OntologyViolation(
                     f"{run_dir}: {len(batch) - done['trajectories']} trajectories name a task and "
@@ -122,17 +136,35 @@ def _run_writer(graph: Graph, run_dir: Path) -> tuple[str, Callable[[GraphWriter
 
 def _refuse_inconsistent(run_dir: Path, trajectories: list[dict[str, Any]],
                          steps: dict[str, list[dict[str, Any]]]) -> None:
-    """What the batched CREATE cannot take: a trajectory id twice, a step twice, or steps of a trajectory the
-    run does not list (the generic writer's MERGE hid the first two and refused the third)."""
+    """What the batched CREATE and the step lists cannot take: a trajectory id twice, steps of a trajectory that
+    are not t = 0, 1, 2, ... once each, steps of a trajectory the run does not list, a summary whose terminal
+    class or payload is not its terminal step's (the graph keeps one copy of them), a step without an
+    evidence id that says the environment answered a request, or a payload on a step that is not terminal."""
+    def refuse(why: str) -> InputError:
+        return InputError(why, path=str(run_dir))
+
     ids = [tr["trajectory_id"] for tr in trajectories]
     twice = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) != len(ids) else []
     if twice:
-        raise InputError(f"trajectories.jsonl lists {twice[0]} more than once", path=str(run_dir))
-    for tid, rows in steps.items():
-        ts = [r["props"]["t"] for r in rows]
-        if len(set(ts)) != len(ts):
-            raise InputError(f"steps.jsonl holds a step of {tid} more than once", path=str(run_dir))
+        raise refuse(f"trajectories.jsonl lists {twice[0]} more than once")
     orphans = sorted(set(steps) - set(ids))
     if orphans:
-        raise InputError(f"steps.jsonl holds steps of {orphans[0]}, which trajectories.jsonl does not list",
-                         path=str(run_dir))
+        raise refuse(f"steps.jsonl holds steps of {orphans[0]}, which trajectories.jsonl does not list")
+    for tr in trajectories:
+        tid = tr["trajectory_id"]
+        rows = steps.get(tid, [])
+        ts = sorted(r["t"] for r in rows)
+        if len(set(ts)) != len(ts):
+            raise refuse(f"steps.jsonl holds a step of {tid} more than once")
+        if ts != list(range(len(ts))):
+            raise refuse(f"steps.jsonl: the steps of {tid} are not numbered 0, 1, 2, ... (t = {ts[:8]})")
+        for r in rows:
+            if r["outcome"] in ASKED and not r.get("evidence_id"):
+                raise refuse(f"steps.jsonl: step {r['t']} of {tid} is {r['outcome']} but names no evidence id")
+            if r["outcome"] != "terminal" and r.get("payload") is not None:
+                raise refuse(f"steps.jsonl: step {r['t']} of {tid} carries a payload but is not terminal")
+        terminal = [r for r in rows if r["outcome"] == "terminal"]
+        ended = (terminal[0].get("action"), terminal[0].get("payload") or []) if terminal else (None, [])
+        if len(terminal) > 1 or ended != (tr["terminal_class"], tr["payload"] or []):
+            raise refuse(f"trajectories.jsonl: {tid} ends with {tr['terminal_class']} {tr['payload']}, its steps "
+                         f"with {ended[0]} {ended[1]}")

@@ -38,7 +38,6 @@ class Label(StrEnum):
     CALIBRATION = "Calibration"
     RUN = "Run"
     TRAJECTORY = "Trajectory"
-    STEP = "Step"
 
 
 class Rel(StrEnum):
@@ -60,8 +59,6 @@ class Rel(StrEnum):
     CALIBRATED_BY = "CALIBRATED_BY"
     BINDS = "BINDS"
     REQUESTED = "REQUESTED"
-    TERMINATED_WITH = "TERMINATED_WITH"
-    HAS_STEP = "HAS_STEP"
     ATTEMPTS = "ATTEMPTS"
     IN_RUN = "IN_RUN"
 

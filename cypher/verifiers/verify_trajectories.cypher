@@ -9,25 +9,30 @@
 MATCH (run:Run {id: $run_id})<-[:IN_RUN]-(tr:Trajectory)-[:ATTEMPTS]->(t:Task)
 WHERE t.package = run.content_hash
 CALL (tr) {
-  OPTIONAL MATCH (tr)-[:HAS_STEP]->(:Step)-[:REQUESTED]->(e:Evidence)
+  OPTIONAL MATCH (tr)-[:REQUESTED]->(e:Evidence)
   RETURN collect(DISTINCT e.id) AS pulled
 }
-OPTIONAL MATCH (tr)-[:TERMINATED_WITH]->(term:Step)
-WITH tr, t, pulled, term, coalesce(term.payload, []) AS payload,
-     CASE term.action
+// the terminal step, read from the trajectory's step lists (graph_verify refuses a run whose summary's class and
+// payload are not its terminal step's, so tr.payload is that step's payload)
+WITH tr, t, pulled,
+     [i IN range(0, size(tr.step_outcome) - 1) WHERE tr.step_outcome[i] = 'terminal' | tr.step_action[i]] AS ended
+WITH tr, t, pulled, ended <> [] AS terminal, ended[0] AS action,
+     CASE WHEN ended <> [] THEN coalesce(tr.payload, []) ELSE [] END AS payload
+WITH tr, t, pulled, terminal, action, payload,
+     CASE action
        WHEN 'flag_source_defect' THEN t.must_bind_flag_source_defect
        WHEN 'localize_missing_evidence' THEN t.must_bind_localize_missing_evidence
        WHEN 'submit_risk_packet' THEN t.must_bind_submit_risk_packet
        ELSE [] END AS must,
-     CASE term.action
+     CASE action
        WHEN 'flag_source_defect' THEN t.may_bind_flag_source_defect
        WHEN 'localize_missing_evidence' THEN t.may_bind_localize_missing_evidence
        WHEN 'submit_risk_packet' THEN t.may_bind_submit_risk_packet
        ELSE NULL END AS may
-WITH tr, t, pulled, term, payload, must, may,
-     term IS NOT NULL AND term.action IN t.accepted_classes AS action_valid
+WITH tr, t, pulled, terminal, payload, must, may,
+     terminal AND action IN t.accepted_classes AS action_valid
 WITH tr, t, action_valid,
-     term IS NOT NULL
+     terminal
        AND all(p IN payload WHERE p IN pulled)
        AND all(b IN coalesce(must, []) WHERE b IN payload)
        AND (may IS NULL OR all(p IN payload WHERE p IN may)) AS payload_bound,

@@ -1,5 +1,6 @@
-"""The verifier's graph writes: the batched CREATE of a run's trajectories and steps gives exactly the nodes,
-properties and edges the generic writer gives (the shape DESIGN §3 names), and a run that names a task the
+"""The verifier's graph writes: the batched CREATE of a run's trajectories (steps as list properties, a
+REQUESTED edge carrying t per answered request) gives exactly the nodes, properties and edges the generic
+writer gives, a run scored in the earlier shape (Step nodes) is rewritten, and a run that names a task the
 graph lacks is refused whole."""
 
 from __future__ import annotations
@@ -19,13 +20,11 @@ from voe.ontology import Label, Rel
 
 SHAPE = """
 MATCH (run:Run {id: $run_id})<-[:IN_RUN]-(tr:Trajectory)
-OPTIONAL MATCH (tr)-[h:HAS_STEP]->(s:Step)
-OPTIONAL MATCH (s)-[:REQUESTED]->(e:Evidence)
-OPTIONAL MATCH (tr)-[:TERMINATED_WITH]->(term:Step)
+OPTIONAL MATCH (tr)-[r:REQUESTED]->(e:Evidence)
 OPTIONAL MATCH (tr)-[:ATTEMPTS]->(t:Task)
 RETURN properties(run) AS run, labels(run) AS run_labels, properties(tr) AS tr, labels(tr) AS tr_labels,
-       properties(s) AS s, labels(s) AS s_labels, e.id AS requested, term.id AS term, t.id AS task
-ORDER BY tr.id, s.t
+       properties(r) AS r, e.id AS requested, t.id AS task, COUNT { (tr)--() } AS degree
+ORDER BY tr.id, e.id
 """
 
 
@@ -34,23 +33,23 @@ def _generic_write(graph: Graph, run_dir: Path) -> str:
     info = json.loads((run_dir / "run.json").read_text())
     run_id = info["run_id"]
     nodes = [NodeRow(run_id, (Label.RUN,), {**{k: info[k] for k in ("policy", "passes", "seed", "content_hash", "tasks")},
-                                            "files_sha256": "written by the generic writer"})]
+                                            "files_sha256": "written by the generic writer", "graph_shape": 2})]
     edges: list[EdgeRow] = []
-    for tr in read_jsonl(run_dir / "trajectories.jsonl"):
-        nodes.append(NodeRow(tr["trajectory_id"], (Label.TRAJECTORY,), {
-            "task_id": tr["task_id"], "pass_index": tr["pass_index"], "policy": tr["policy"], "end": tr["end"],
-            "terminal_class": tr["terminal_class"], "payload": tr["payload"], "steps": tr["steps"]}))
-        edges.append(EdgeRow(Rel.IN_RUN, tr["trajectory_id"], Label.TRAJECTORY, run_id, Label.RUN))
-        edges.append(EdgeRow(Rel.ATTEMPTS, tr["trajectory_id"], Label.TRAJECTORY, tr["task_id"], Label.TASK))
+    steps: dict[str, list[dict[str, Any]]] = {}
     for s in read_jsonl(run_dir / "steps.jsonl"):
-        sid = f"{s['trajectory_id']}#{s['t']}"
-        nodes.append(NodeRow(sid, (Label.STEP,), {"t": s["t"], "action": s["action"], "outcome": s["outcome"],
-                                                   "evidence_id": s["evidence_id"], "payload": s["payload"]}))
-        edges.append(EdgeRow(Rel.HAS_STEP, s["trajectory_id"], Label.TRAJECTORY, sid, Label.STEP))
-        if s["outcome"] in ("revealed", "unavailable"):
-            edges.append(EdgeRow(Rel.REQUESTED, sid, Label.STEP, s["evidence_id"], Label.EVIDENCE))
-        if s["outcome"] == "terminal":
-            edges.append(EdgeRow(Rel.TERMINATED_WITH, s["trajectory_id"], Label.TRAJECTORY, sid, Label.STEP))
+        steps.setdefault(s["trajectory_id"], []).append(s)
+    for tr in read_jsonl(run_dir / "trajectories.jsonl"):
+        tid = tr["trajectory_id"]
+        own = sorted(steps.get(tid, []), key=lambda x: x["t"])
+        nodes.append(NodeRow(tid, (Label.TRAJECTORY,), {
+            "task_id": tr["task_id"], "pass_index": tr["pass_index"], "policy": tr["policy"], "end": tr["end"],
+            "terminal_class": tr["terminal_class"], "payload": tr["payload"], "steps": tr["steps"],
+            "step_action": [s["action"] or "" for s in own], "step_outcome": [s["outcome"] for s in own],
+            "step_evidence_id": [s["evidence_id"] or "" for s in own]}))
+        edges.append(EdgeRow(Rel.IN_RUN, tid, Label.TRAJECTORY, run_id, Label.RUN))
+        edges.append(EdgeRow(Rel.ATTEMPTS, tid, Label.TRAJECTORY, tr["task_id"], Label.TASK))
+        edges += [EdgeRow(Rel.REQUESTED, tid, Label.TRAJECTORY, s["evidence_id"], Label.EVIDENCE)
+                  for s in own if s["outcome"] in ("revealed", "unavailable")]
     graph.execute("verifiers/clear_run", run_id=run_id)
     with graph.writer() as w:
         w.nodes(nodes)
@@ -64,7 +63,7 @@ def _shape(graph: Graph, run_id: str) -> list[dict[str, Any]]:
         rows = [r.data() for r in session.run(SHAPE, run_id=run_id)]
     for r in rows:
         r["run"].pop("files_sha256", None)
-        for k in ("run_labels", "tr_labels", "s_labels"):
+        for k in ("run_labels", "tr_labels"):
             r[k] = sorted(r[k] or [])
     return rows
 
@@ -80,7 +79,8 @@ def test_the_batched_write_makes_the_generic_writers_graph(package: Path, _sessi
         assert write_run(graph, run) == run_id
         batched = _shape(graph, run_id)
         assert len(batched) > 50 and batched == generic
-        assert any(r["requested"] for r in batched) and all(r["term"] for r in batched if r["tr"]["end"] == "terminal")
+        assert any(r["requested"] for r in batched)
+        assert all("terminal" in r["tr"]["step_outcome"] for r in batched if r["tr"]["end"] == "terminal")
         write_run(graph, run)  # scoring again replaces, it does not add
         assert _shape(graph, run_id) == generic
     verdicts = verify_run(graph, tmp_path / "random")
@@ -88,11 +88,13 @@ def test_the_batched_write_makes_the_generic_writers_graph(package: Path, _sessi
 
 
 def _held(graph: Graph, run_id: str) -> tuple[str, int, int, int]:
-    """The Run's digest, its trajectories, their steps, and how many trajectories carry the test's marker."""
+    """The Run's digest, its trajectories, their steps (listed), and how many trajectories carry the test's
+    marker."""
     with graph._driver.session(database=graph.settings.database) as session:
         row = session.run("MATCH (run:Run {id: $run_id}) RETURN run.files_sha256 AS d, "
                           "COUNT { (run)<-[:IN_RUN]-(:Trajectory) } AS tr, "
-                          "COUNT { (run)<-[:IN_RUN]-(:Trajectory)-[:HAS_STEP]->(:Step) } AS st, "
+                          "reduce(n = 0, k IN COLLECT { MATCH (run)<-[:IN_RUN]-(t:Trajectory) "
+                          "RETURN size(t.step_outcome) } | n + k) AS st, "
                           "COUNT { (run)<-[:IN_RUN]-(t:Trajectory) WHERE t.marker = 1 } AS marked",
                           run_id=run_id).single()
     assert row is not None
@@ -138,15 +140,62 @@ def test_a_run_naming_a_task_the_graph_lacks_is_refused_whole(package: Path, _se
     assert _shape(_session_graph, run_id) == []  # nothing of the run was written
 
 
+def test_a_run_naming_evidence_the_graph_lacks_is_refused_whole(package: Path, _session_graph: Graph,
+                                                                tmp_path: Path) -> None:
+    """Evidence is looked up once per batch and named by position: a missing one must not shift the others onto
+    the wrong requests, it must refuse the run."""
+    run = tmp_path / "run"
+    run_policy(package, "request_everything", 1, 0, run)
+    steps = (run / "steps.jsonl").read_text().splitlines()
+    asked = [n for n, x in enumerate(steps) if json.loads(x)["outcome"] == "revealed"]
+    steps[asked[0]] = _with(steps[asked[0]], evidence_id="evidence:not-in-the-graph")
+    (run / "steps.jsonl").write_text("\n".join(steps) + "\n")
+    run_id = json.loads((run / "run.json").read_text())["run_id"]
+    with pytest.raises(OntologyViolation, match="0 trajectories name a task and 1 steps an evidence id"):
+        write_run(_session_graph, run)
+    assert _shape(_session_graph, run_id) == []
+
+
+def _with(line: str, **changes: Any) -> str:
+    return json.dumps({**json.loads(line), **changes})
+
+
+def test_a_run_scored_in_the_step_node_shape_is_rewritten_in_the_list_shape(package: Path, _session_graph: Graph,
+                                                                            tmp_path: Path) -> None:
+    """A graph scored before issue 13 holds a Step node per step; scoring the same files again must not keep that
+    copy (the verifier reads the step lists), and clearing the run must take its Step nodes with it."""
+    graph = _session_graph
+    run = tmp_path / "run"
+    run_policy(package, "request_everything", 1, 0, run)
+    run_id = write_run(graph, run)
+    expected = _shape(graph, run_id)
+    with graph._driver.session(database=graph.settings.database) as session:  # what shape 1 wrote, in miniature
+        session.run("MATCH (run:Run {id: $run_id})<-[:IN_RUN]-(tr:Trajectory)-[r:REQUESTED]->(e:Evidence) "
+                    "CREATE (tr)-[:HAS_STEP]->(s:Node:Step {id: tr.id + '#' + e.id})-[:REQUESTED]->(e) "
+                    "DELETE r REMOVE tr.step_action, tr.step_outcome, tr.step_evidence_id "
+                    "REMOVE run.graph_shape", run_id=run_id).consume()
+    write_run(graph, run)
+    assert _shape(graph, run_id) == expected
+    with graph._driver.session(database=graph.settings.database) as session:
+        assert session.run("MATCH (s:Step) RETURN count(s) AS n").single()["n"] == 0  # type: ignore[index]
+
+
 def test_a_run_whose_files_disagree_is_an_input_error_before_anything_is_written(package: Path, tmp_path: Path,
                                                                                 _session_graph: Graph) -> None:
     run = tmp_path / "run"
-    run_policy(package, "refuse_all", 1, 0, run)
+    run_policy(package, "reference", 1, 0, run)  # a request, then a terminal step
     trajectories = (run / "trajectories.jsonl").read_text().splitlines()
     steps = (run / "steps.jsonl").read_text().splitlines()
     cases = {"more than once": (trajectories + trajectories[:1], steps),
              "a step of .* more than once": (trajectories, steps + steps[:1]),
-             "which trajectories.jsonl does not list": (trajectories[1:], steps)}
+             "which trajectories.jsonl does not list": (trajectories[1:], steps),
+             "not numbered 0, 1, 2": (trajectories, [_with(steps[0], t=5), *steps[1:]]),
+             "ends with \\w+ .* its steps with not_a_class": (
+                 trajectories, [_with(x, action="not_a_class") if json.loads(x)["outcome"] == "terminal" else x
+                                for x in steps]),
+             "carries a payload but is not terminal": (
+                 trajectories, [_with(x, payload=["ev"]) if json.loads(x)["outcome"] != "terminal" else x
+                                for x in steps])}
     for message, (tr_lines, step_lines) in cases.items():
         (run / "trajectories.jsonl").write_text("\n".join(tr_lines) + "\n")
         (run / "steps.jsonl").write_text("\n".join(step_lines) + "\n")
