@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Container, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -150,7 +151,7 @@ def _write(w: GraphWriter, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow],
         w.nodes([n for n in nodes if not _scoped(n)])
         created = w.nodes([n for n in nodes if _scoped(n)], create=True)
     if isinstance(fresh, _OwnPrefix):
-        fresh.saw(nodes, created)
+        fresh.saw(nodes, w.held)
     w.edges(edges, fresh=_Either(created, fresh))
     return created
 
@@ -167,8 +168,10 @@ class _OwnPrefix:
         self.prefixes = (STAGED,) if staged else (f"component:{body}/", f"ev:{body}/")
         self.clean = True
 
-    def saw(self, nodes: Sequence[NodeRow], created: Container[str]) -> None:
-        if self.clean and any(_scoped(n) and n.id not in created for n in nodes):
+    def saw(self, nodes: Sequence[NodeRow], held: set[str]) -> None:
+        """`held`: the ids the transaction found in the graph already (GraphWriter.held); a scoped node among
+        them is one this write did not create."""
+        if self.clean and held and any(_scoped(n) for n in nodes if n.id in held):
             self.clean = False
 
     def __contains__(self, item: object) -> bool:
@@ -595,7 +598,7 @@ def _write_stream_steps(graph: Graph, stream: NerdmStream, rg: RecordGraph, stag
         written = [0]
 
         def write_chunk(rows: tuple[list[NodeRow], list[EdgeRow]]) -> None:
-            nodes, edges = stage(rows[0], _once(rows[1]))
+            nodes, edges = rows
             if len(nodes) + len(edges) <= chunks.size:
                 chunks.counts.merge(chunks._commit(nodes, edges))
             else:  # a chunk of many payload facts
@@ -604,7 +607,14 @@ def _write_stream_steps(graph: Graph, stream: NerdmStream, rg: RecordGraph, stag
             if written[0] == 1:
                 _fault("nodes")
 
-        _pipelined(stream.chunks(), write_chunk)
+        def staged_chunks() -> Iterator[tuple[list[NodeRow], list[EdgeRow]]]:
+            # staged and deduplicated in the building thread: the writing thread's Python work is time the
+            # server waits for the next statement
+            with closing(stream.chunks()) as produced:
+                for nodes, edges in produced:
+                    yield stage(nodes, _once(edges))
+
+        _pipelined(staged_chunks(), write_chunk)
         _fault("files")
         late_nodes, late_edges = stream.deferred()
         chunks.write(*stage(late_nodes, _once(late_edges)))

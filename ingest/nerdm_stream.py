@@ -26,7 +26,7 @@ import hashlib
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -448,7 +448,7 @@ class NerdmStream(NerdmBuilder):
             self._shell_found = self._check.take()
         return self._finish_rows(first=True)
 
-    def chunks(self) -> Iterator[tuple[list[NodeRow], list[EdgeRow]]]:
+    def chunks(self) -> Generator[tuple[list[NodeRow], list[EdgeRow]], None, None]:
         """Each chunk of components as sealed, stamped rows; edges to later components are held back."""
         batch: list[tuple[int, Any]] = []
         with self._parsing_ahead(self._to_parse):

@@ -161,6 +161,7 @@ class GraphWriter:
         self._tx = tx
         self._onto = onto
         self.counts = WriteCounts()
+        self.held: set[str] = set()  # ids `nodes(create=True)` found in the graph already (and so MERGEd)
 
     def run(self, name: str, **params: Any) -> list[dict[str, Any]]:
         params = {k: _Quiet(v) if type(v) is list and len(v) > 8 else v for k, v in params.items()}
@@ -187,64 +188,85 @@ class GraphWriter:
             for chunk in _chunks(payload, BATCH_ROWS):
                 self.run("write/nodes", rows=list(chunk))
             return set()
-        merged: dict[str, dict[str, Any]] = {}
+        # id -> (labels, properties with the id): the last row's properties, every row's labels
+        merged: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {}
         for r in rows:
             held = merged.get(r.id)
             if held is None:
-                merged[r.id] = {"id": r.id, "labels": list(r.labels), "props": {**r.props, "id": r.id}}
+                merged[r.id] = (r.labels, {**r.props, "id": r.id})
             else:
-                held["labels"] += [label for label in r.labels if label not in held["labels"]]
-                held["props"] = {**r.props, "id": r.id}
-        payload = list(merged.values())
+                merged[r.id] = (held[0] + tuple(label for label in r.labels if label not in held[0]),
+                                {**r.props, "id": r.id})
         created: set[str] = set()
-        for chunk in _chunks(payload, BATCH_ROWS):
-            existing = set(self.run("write/existing_ids", rows=[p["id"] for p in chunk])[0]["ids"])
-            old = [p for p in chunk if p["id"] in existing]
-            new = [p for p in chunk if p["id"] not in existing]
-            if old:
-                self.run("write/nodes", rows=old)
+        for chunk in _chunks(list(merged), BATCH_ROWS):
+            existing = set(self.run("write/existing_ids", rows=list(chunk))[0]["ids"])
+            if existing:
+                self.held |= existing
+                self.run("write/nodes", rows=[{"id": i, "labels": list(merged[i][0]), "props": merged[i][1]}
+                                              for i in chunk if i in existing])
             by_labels: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-            for p in new:
-                by_labels.setdefault(tuple(p["labels"]), []).append(p)
+            for i in chunk:
+                if i not in existing:
+                    labels, props = merged[i]
+                    by_labels.setdefault(labels, []).append(props)
             for labels, group in sorted(by_labels.items()):
                 self.run("write/create_nodes", rows=group, labels=list(labels))
-                created.update(p["id"] for p in group)
+            created.update(i for i in chunk if i not in existing)
         return created
 
     def edges(self, rows: Iterable[EdgeRow], fresh: Container[str] = frozenset()) -> None:
         """Upsert edges between nodes the graph holds. An edge with an endpoint in `fresh` (nodes this write
-        created that nothing else can have linked) cannot exist yet and is CREATEd; repeated rows of such an
-        edge act as MERGE would (the last row's properties)."""
+        created that nothing else can have linked) cannot exist yet and is CREATEd, one statement per type and
+        endpoint labels (given once, not per row: the rows are the client's and the driver's most frequent
+        work in a large ingest); repeated rows of such an edge act as MERGE would (the last row's properties)."""
+        rows = rows if isinstance(rows, list) else list(rows)
         by_rel: dict[str, list[dict[str, Any]]] = {}
-        new_rows: list[tuple[str, dict[str, Any]]] = []
-        declared: dict[tuple[str, str, str], set[tuple[str, str]]] = {}
-        checked: set[tuple[str, str, str]] = set()  # each distinct (type, source label, target label) once
+        new: dict[tuple[str, str, str], dict[tuple[str, str], dict[str, Any]]] = {}
+        checked: set[tuple[str, str, str]] = set()  # the MERGE path's (type, source label, target label) pairs
         for e in rows:
-            if (e.rel, e.src_label, e.dst_label) not in checked:
-                self._onto.check_edge(e.rel, e.src_label, e.dst_label)
-                checked.add((e.rel, e.src_label, e.dst_label))
-            row: dict[str, Any] = {"src": e.src, "src_label": e.src_label, "dst": e.dst, "dst_label": e.dst_label,
-                                   "props": e.props}
             if e.src in fresh or e.dst in fresh:
-                new_rows.append((e.rel, row))
-                declared.setdefault((e.rel, e.src, e.dst), set()).add((e.src_label, e.dst_label))
+                group = (e.rel, e.src_label, e.dst_label)
+                keyed = new.get(group)
+                if keyed is None:
+                    self._onto.check_edge(*group)
+                    keyed = new[group] = {}
+                keyed[(e.src, e.dst)] = {"src": e.src, "dst": e.dst, "props": e.props}
             else:
-                by_rel.setdefault(e.rel, []).append(row)
-        new_by_rel: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
-        for rel, row in new_rows:
-            if len(declared[(rel, row["src"], row["dst"])]) > 1:
-                # one edge declared with several endpoint labels: the MERGE path checks each declaration and
-                # writes the edge once
-                by_rel.setdefault(rel, []).append(row)
-            else:
-                new_by_rel.setdefault(rel, {})[(row["src"], row["dst"])] = row
+                if (e.rel, e.src_label, e.dst_label) not in checked:
+                    self._onto.check_edge(e.rel, e.src_label, e.dst_label)
+                    checked.add((e.rel, e.src_label, e.dst_label))
+                by_rel.setdefault(e.rel, []).append({"src": e.src, "src_label": e.src_label, "dst": e.dst,
+                                                     "dst_label": e.dst_label, "props": e.props})
+        twice = self._declared_twice(new)
+        if twice:
+            # one edge declared with several endpoint labels: the MERGE path checks each declaration and writes
+            # the edge once
+            for (rel, _, _), keyed in new.items():
+                for key in {(src, dst) for r, src, dst in twice if r == rel} & keyed.keys():
+                    del keyed[key]
+            for e in rows:
+                if (e.rel, e.src, e.dst) in twice and (e.src in fresh or e.dst in fresh):
+                    by_rel.setdefault(e.rel, []).append({"src": e.src, "src_label": e.src_label, "dst": e.dst,
+                                                         "dst_label": e.dst_label, "props": e.props})
         for rel, payload in sorted(by_rel.items()):
             for chunk in _chunks(payload, BATCH_ROWS):
                 self._check_written(rel, len(chunk), self.run(f"write/edge_{Rel(rel).value}", rows=list(chunk)))
-        for rel, keyed in sorted(new_by_rel.items()):
+        for (rel, src_label, dst_label), keyed in sorted(new.items()):
             for chunk in _chunks(list(keyed.values()), BATCH_ROWS):
-                self._check_written(rel, len(chunk),
-                                    self.run("write/create_edges", rows=list(chunk), type=Rel(rel).value))
+                self._check_written(rel, len(chunk), self.run("write/create_edges", rows=list(chunk), type=Rel(rel).value,
+                                                              src_label=src_label, dst_label=dst_label))
+
+    @staticmethod
+    def _declared_twice(new: dict[tuple[str, str, str], dict[tuple[str, str], Any]]) -> set[tuple[str, str, str]]:
+        """(type, source, target) of the new edges that come with more than one pair of endpoint labels."""
+        twice: set[tuple[str, str, str]] = set()
+        seen: dict[str, set[tuple[str, str]]] = {}
+        for (rel, _, _), keyed in new.items():
+            held = seen.setdefault(rel, set())
+            if held:
+                twice.update((rel, src, dst) for src, dst in held & keyed.keys())
+            held.update(keyed)
+        return twice
 
     @staticmethod
     def _check_written(rel: str, sent: int, result: list[dict[str, Any]]) -> None:

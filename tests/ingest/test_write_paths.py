@@ -120,7 +120,7 @@ def test_a_create_that_meets_a_concurrent_one_is_run_again_as_a_merge(graph: Gra
             if len(attempts) == 1:  # another ingest commits the id between this one's probe and its CREATE
                 with graph.writer() as other:
                     other.nodes(rows[:1])
-                w.run("write/create_nodes", rows=[{"props": {"id": "shared"}}], labels=[Label.FILE])
+                w.run("write/create_nodes", rows=[{"id": "shared"}], labels=[Label.FILE])
             else:
                 created.append(loader._write(w, rows, [], shared_create=shared_create))  # noqa: SLF001
         return w.counts
