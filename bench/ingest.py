@@ -11,11 +11,13 @@ processes (ingest/parse_ahead.py); and `voe db import` of each generated record 
 server of its own (Bolt 27687), its time over the online ingest's. Each case runs in a fresh subprocess
 against an emptied graph so peak RSS is per case. Needs a running Neo4j (NEO4J_URI or `voe db up`).
 
-    python bench/ingest.py [--sizes 10000,100000,300000] [--floor-up-to 100000] [--bulk-up-to 100000] [--json]
+    python bench/ingest.py [--sizes 10000,100000,300000] [--floor-up-to 100000] [--bulk-up-to 100000]
+                           [--repeat N] [--generated-only] [--json]
     python bench/ingest.py --sizes 1000000        # the long profile: peak RSS of a million components
 
 The floor (a bare-driver loader of the same rows, see floor_case) builds the whole record in memory, so it runs
-only up to --floor-up-to components.
+only up to --floor-up-to components. With --repeat N each size up to it runs as N interleaved (voe, floor) pairs
+and the line `median voe/floor` gives the median of the N ratios (one pair on this 2-core machine moves by 20 %).
 
 Prints one line per case; figures are comparable run to run on the same machine.
 """
@@ -28,6 +30,7 @@ import json
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -303,6 +306,10 @@ def main() -> None:
                         help="run the bare-driver floor for generated sizes up to this (it holds the whole record)")
     parser.add_argument("--bulk-up-to", type=int, default=100_000,
                         help="run `voe db import` (its own server on Bolt 27687) for generated sizes up to this")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="(voe, floor) pairs per generated size up to --floor-up-to; the median ratio is printed")
+    parser.add_argument("--generated-only", action="store_true",
+                        help="only the generated records (no real record, PDFs, workbooks or shared set)")
     parser.add_argument("--json", action="store_true", help="print JSON lines")
     parser.add_argument("--case", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -313,25 +320,27 @@ def main() -> None:
           file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         generated = [generate(Path(tmp) / f"bench-{n}", n) for n in map(int, args.sizes.split(","))]
-        cases = [SHARED / "mds2-4103"]
+        cases = [] if args.generated_only else [SHARED / "mds2-4103"]
         for n, g in zip(map(int, args.sizes.split(",")), generated, strict=True):
             # voe, then the floor on the same rows, interleaved (the machine's load drifts)
-            cases += [g, g.with_name(f"floor:{g.name}")] if n <= args.floor_up_to else [g]
+            cases += [g, g.with_name(f"floor:{g.name}")] * max(1, args.repeat) if n <= args.floor_up_to else [g]
             if n <= args.bulk_up_to:
                 cases.append(g.with_name(f"bulk:{g.name}"))
-        cases += [make_pdf(Path(tmp) / "pdf-bench"), make_pdf_folder(Path(tmp) / "pdf-folder"),
-                  Path(tmp) / "xlsx-template", Path(tmp) / "all-shared"]
+        if not args.generated_only:
+            cases += [make_pdf(Path(tmp) / "pdf-bench"), make_pdf_folder(Path(tmp) / "pdf-folder"),
+                      Path(tmp) / "xlsx-template", Path(tmp) / "all-shared"]
         results = []
         for case in cases:
             out = subprocess.run([sys.executable, __file__, "--case", str(case)], capture_output=True, text=True,
                                  check=True)
             result = json.loads(out.stdout.strip().splitlines()[-1])
+            if str(result["case"]).startswith("floor:"):  # over the voe run just before it
+                voe = next(r for r in reversed(results) if r["case"] == str(result["case"]).removeprefix("floor:"))
+                result["voe_over_floor"] = round(float(voe["seconds"]) / float(result["seconds"]), 2)  # type: ignore[arg-type]
             results.append(result)
             if args.json:
                 print(json.dumps(result))
             elif str(result["case"]).startswith("floor:"):
-                voe = next(r for r in results if r["case"] == str(result["case"]).removeprefix("floor:"))
-                result["voe_over_floor"] = round(float(voe["seconds"]) / float(result["seconds"]), 2)  # type: ignore[arg-type]
                 print(f"{result['case']:>14}: {result['elements']:>8} elements in {result['seconds']:>7.2f} s "
                       f"= {result['elements_per_s']:>7} elements/s (bare driver, UNWIND ... CREATE); "
                       f"voe/floor {result['voe_over_floor']}x (aim <= 1.15x); voe's build of the rows alone "
@@ -356,15 +365,25 @@ def main() -> None:
                 print(f"{result['case']:>14}: {result['components']:>7} components, {result['elements']:>8} elements "
                       f"in {result['seconds']:>7.2f} s = {result['elements_per_s']:>7} elements/s "
                       f"({result['us_per_element']} us/element), peak RSS (voe process) {result['peak_rss_mib_python']} MiB")
-        scaled = [r for r in results if str(r["case"]).startswith("bench-")]
-        floors = [r for r in results if str(r["case"]).startswith("floor:")]
-        if len(floors) >= 2 and not args.json:
-            ratio = floors[-1]["us_per_element"] / floors[-2]["us_per_element"]  # type: ignore[operator]
-            print(f"floor per-element cost, {floors[-1]['case']} vs {floors[-2]['case']}: {ratio:.2f}x")
-        if len(scaled) >= 2 and not args.json:
-            ratio = scaled[-1]["us_per_element"] / scaled[-2]["us_per_element"]  # type: ignore[operator]
-            print(f"per-element cost, {scaled[-1]['case']} vs {scaled[-2]['case']}: {ratio:.2f}x")
-
+        for name in dict.fromkeys(str(r["case"]) for r in results if str(r["case"]).startswith("floor:")):
+            ratios = [float(r["voe_over_floor"]) for r in results if r["case"] == name]  # type: ignore[arg-type]
+            line = {"case": f"median:{name.removeprefix('floor:')}", "pairs": len(ratios),
+                    "voe_over_floor": round(statistics.median(ratios), 2), "ratios": ratios}
+            results.append(line)
+            print(json.dumps(line) if args.json else
+                  f"{line['case']:>14}: median voe/floor over {len(ratios)} pairs {line['voe_over_floor']}x "
+                  f"({', '.join(f'{x}x' for x in ratios)}; aim <= 1.15x)")
+        for label, prefix in (("floor per-element cost", "floor:"), ("per-element cost", "bench-")):
+            # the median per size, the last two sizes compared
+            sizes: dict[str, list[float]] = {}
+            for r in results:
+                if str(r["case"]).startswith(prefix):
+                    sizes.setdefault(str(r["case"]), []).append(float(r["us_per_element"]))  # type: ignore[arg-type]
+            if len(sizes) >= 2:
+                (small, a), (large, b) = list(sizes.items())[-2:]
+                line = {"case": f"{label}:{large}:{small}", "ratio": round(statistics.median(b) / statistics.median(a), 2)}
+                results.append(line)
+                print(json.dumps(line) if args.json else f"{label}, {large} vs {small}: {line['ratio']:.2f}x")
 
 if __name__ == "__main__":
     main()
