@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import platform
@@ -374,13 +375,13 @@ def main() -> None:
                   f"{line['case']:>14}: median voe/floor over {len(ratios)} pairs {line['voe_over_floor']}x "
                   f"({', '.join(f'{x}x' for x in ratios)}; aim <= 1.15x)")
         for label, prefix in (("floor per-element cost", "floor:"), ("per-element cost", "bench-")):
-            # the median per size, the last two sizes compared
+            # the median per size, each size compared with the one before it
             sizes: dict[str, list[float]] = {}
             for r in results:
                 if str(r["case"]).startswith(prefix):
                     sizes.setdefault(str(r["case"]), []).append(float(r["us_per_element"]))  # type: ignore[arg-type]
-            if len(sizes) >= 2:
-                (small, a), (large, b) = list(sizes.items())[-2:]
+            pairs = list(sizes.items())
+            for (small, a), (large, b) in itertools.pairwise(pairs):  # each size against the one before it
                 line = {"case": f"{label}:{large}:{small}", "ratio": round(statistics.median(b) / statistics.median(a), 2)}
                 results.append(line)
                 print(json.dumps(line) if args.json else f"{label}, {large} vs {small}: {line['ratio']:.2f}x")

@@ -75,6 +75,7 @@ def verification_rates(graph: Any, out: Path, answers: dict[str, Any], repeat: i
         "python_check": median_rate(in_process, repeat)[0]}
     rates["verify_query"], n = median_rate(
         lambda: len(graph_verdicts(graph.query("verifiers/verify_trajectories", run_id=run_id))), repeat)
+    assert n == len(read_jsonl(out / "trajectories.jsonl")), "the graph verified another number of trajectories"
     return rates, n
 
 

@@ -102,7 +102,8 @@ def _run_writer(graph: Graph, run_dir: Path) -> tuple[str, Callable[[GraphWriter
     for tr in trajectories:
         tr_steps = sorted(by_trajectory.get(tr["trajectory_id"], []), key=lambda x: x["t"])
         rows.append({"task_id": tr["task_id"],
-                     "requested": [s["evidence_id"] for s in tr_steps if s["outcome"] in ASKED],
+                     # once per evidence object, as MERGE would (the environment answers a repeat as a duplicate)
+                     "requested": list(dict.fromkeys(s["evidence_id"] for s in tr_steps if s["outcome"] in ASKED)),
                      "props": {"id": tr["trajectory_id"], "task_id": tr["task_id"], "pass_index": tr["pass_index"],
                                "policy": tr["policy"], "end": tr["end"], "terminal_class": tr["terminal_class"],
                                "payload": tr["payload"], "steps": tr["steps"],
@@ -138,8 +139,9 @@ def _refuse_inconsistent(run_dir: Path, trajectories: list[dict[str, Any]],
                          steps: dict[str, list[dict[str, Any]]]) -> None:
     """What the batched CREATE and the step lists cannot take: a trajectory id twice, steps of a trajectory that
     are not t = 0, 1, 2, ... once each, steps of a trajectory the run does not list, a summary whose terminal
-    class or payload is not its terminal step's (the graph keeps one copy of them), a step without an
-    evidence id that says the environment answered a request, or a payload on a step that is not terminal."""
+    class or payload is not its terminal step's (the graph keeps one copy of them), a terminal step without an
+    action, a step without an evidence id that says the environment answered a request, or a payload on a step
+    that is not terminal."""
     def refuse(why: str) -> InputError:
         return InputError(why, path=str(run_dir))
 
@@ -164,6 +166,8 @@ def _refuse_inconsistent(run_dir: Path, trajectories: list[dict[str, Any]],
             if r["outcome"] != "terminal" and r.get("payload") is not None:
                 raise refuse(f"steps.jsonl: step {r['t']} of {tid} carries a payload but is not terminal")
         terminal = [r for r in rows if r["outcome"] == "terminal"]
+        if any(not r.get("action") for r in terminal):
+            raise refuse(f"steps.jsonl: the terminal step of {tid} names no action")
         ended = (terminal[0].get("action"), terminal[0].get("payload") or []) if terminal else (None, [])
         if len(terminal) > 1 or ended != (tr["terminal_class"], tr["payload"] or []):
             raise refuse(f"trajectories.jsonl: {tid} ends with {tr['terminal_class']} {tr['payload']}, its steps "

@@ -1,5 +1,5 @@
 """The verifier's graph writes: the batched CREATE of a run's trajectories (steps as list properties, a
-REQUESTED edge carrying t per answered request) gives exactly the nodes, properties and edges the generic
+REQUESTED edge per evidence object a step was answered with) gives exactly the nodes, properties and edges the generic
 writer gives, a run scored in the earlier shape (Step nodes) is rewritten, and a run that names a task the
 graph lacks is refused whole."""
 
@@ -192,6 +192,9 @@ def test_a_run_whose_files_disagree_is_an_input_error_before_anything_is_written
              "not numbered 0, 1, 2": (trajectories, [_with(steps[0], t=5), *steps[1:]]),
              "ends with \\w+ .* its steps with not_a_class": (
                  trajectories, [_with(x, action="not_a_class") if json.loads(x)["outcome"] == "terminal" else x
+                                for x in steps]),
+             "the terminal step of .* names no action": (
+                 trajectories, [_with(x, action=None) if json.loads(x)["outcome"] == "terminal" else x
                                 for x in steps]),
              "carries a payload but is not terminal": (
                  trajectories, [_with(x, payload=["ev"]) if json.loads(x)["outcome"] != "terminal" else x
