@@ -235,8 +235,7 @@ class GraphWriter:
                 if (e.rel, e.src_label, e.dst_label) not in checked:
                     self._onto.check_edge(e.rel, e.src_label, e.dst_label)
                     checked.add((e.rel, e.src_label, e.dst_label))
-                by_rel.setdefault(e.rel, []).append({"src": e.src, "src_label": e.src_label, "dst": e.dst,
-                                                     "dst_label": e.dst_label, "props": e.props})
+                by_rel.setdefault(e.rel, []).append(self._merge_row(e))
         twice = self._declared_twice(new)
         if twice:
             # one edge declared with several endpoint labels: the MERGE path checks each declaration and writes
@@ -246,8 +245,7 @@ class GraphWriter:
                     del keyed[key]
             for e in rows:
                 if (e.rel, e.src, e.dst) in twice and (e.src in fresh or e.dst in fresh):
-                    by_rel.setdefault(e.rel, []).append({"src": e.src, "src_label": e.src_label, "dst": e.dst,
-                                                         "dst_label": e.dst_label, "props": e.props})
+                    by_rel.setdefault(e.rel, []).append(self._merge_row(e))
         for rel, payload in sorted(by_rel.items()):
             for chunk in _chunks(payload, BATCH_ROWS):
                 self._check_written(rel, len(chunk), self.run(f"write/edge_{Rel(rel).value}", rows=list(chunk)))
@@ -255,6 +253,11 @@ class GraphWriter:
             for chunk in _chunks(list(keyed.values()), BATCH_ROWS):
                 self._check_written(rel, len(chunk), self.run("write/create_edges", rows=list(chunk), type=Rel(rel).value,
                                                               src_label=src_label, dst_label=dst_label))
+
+    @staticmethod
+    def _merge_row(e: EdgeRow) -> dict[str, Any]:
+        """A row of write/edge_<TYPE>: the endpoint labels go with each row, since its edges may mix them."""
+        return {"src": e.src, "src_label": e.src_label, "dst": e.dst, "dst_label": e.dst_label, "props": e.props}
 
     @staticmethod
     def _declared_twice(new: dict[tuple[str, str, str], dict[tuple[str, str], Any]]) -> set[tuple[str, str, str]]:
