@@ -42,7 +42,7 @@ from neo4j.exceptions import Neo4jError
 from ingest.builder import RecordGraph
 from voe import collector
 from voe.errors import GraphBusy
-from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow, WriteCounts
+from voe.graph import EdgeRow, Either, Graph, GraphWriter, NodeRow, Planned, WriteCounts
 from voe.ontology import Label
 from voe.settings import settings
 
@@ -141,10 +141,17 @@ def _retrying(commit: Callable[[bool], WriteCounts]) -> WriteCounts:
 
 
 def _write(w: GraphWriter, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow],
-           fresh: Container[str] = frozenset(), shared_create: bool = True) -> set[str]:
+           fresh: Container[str] = frozenset(), shared_create: bool = True, plan: Plan | None = None) -> set[str]:
     """Nodes, then edges, in one transaction; returns the nodes it created. An edge to a node created in this
     transaction (or in `fresh`: nodes no one else can have linked since) is created, not merged. Without
-    `shared_create`, nodes another record's ingest may write too are MERGEd (and so not among those returned)."""
+    `shared_create`, nodes another record's ingest may write too are MERGEd (and so not among those returned).
+    `plan`: the same rows grouped ahead by `_plan` (used when shared nodes may be created)."""
+    if plan is not None and shared_create:
+        created = w.write_nodes_planned(plan.rows)
+        if isinstance(fresh, _OwnPrefix):
+            fresh.saw(nodes, w.held)
+        w.write_edges_planned(plan.rows, created, fresh, fresh_as_planned=_clean(fresh) == plan.clean)
+        return created
     if shared_create:
         created = w.nodes(nodes, create=True)
     else:
@@ -152,8 +159,27 @@ def _write(w: GraphWriter, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow],
         created = w.nodes([n for n in nodes if _scoped(n)], create=True)
     if isinstance(fresh, _OwnPrefix):
         fresh.saw(nodes, w.held)
-    w.edges(edges, fresh=_Either(created, fresh))
+    w.edges(edges, fresh=Either(created, fresh))
     return created
+
+
+@dataclass
+class Plan:
+    """Rows grouped for their statements before the transaction (GraphWriter.plan), and whether the write's own
+    ids counted as fresh then (`_OwnPrefix.clean`: once a leftover was met they no longer do, and the plan's
+    edges are grouped again)."""
+
+    rows: Planned
+    clean: bool | None
+
+
+def _clean(fresh: Container[str]) -> bool | None:
+    return fresh.clean if isinstance(fresh, _OwnPrefix) else None
+
+
+def _plan(graph: Graph, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow], fresh: Container[str]) -> Plan:
+    clean = _clean(fresh)  # read first: the writing thread may turn it False meanwhile, never back
+    return Plan(GraphWriter.plan(graph.ontology, nodes, edges, fresh), clean)
 
 
 class _OwnPrefix:
@@ -176,16 +202,6 @@ class _OwnPrefix:
 
     def __contains__(self, item: object) -> bool:
         return self.clean and isinstance(item, str) and (item == self.exact or item.startswith(self.prefixes))
-
-
-class _Either:
-    """Membership in either of two sets, without copying them."""
-
-    def __init__(self, a: Container[str], b: Container[str]) -> None:
-        self.a, self.b = a, b
-
-    def __contains__(self, item: object) -> bool:
-        return item in self.a or item in self.b
 
 
 def _scoped(node: NodeRow) -> bool:
@@ -244,13 +260,13 @@ class Chunker:
             self.counts.merge(self._commit(nodes[i : i + n], edges[j : j + e]))
             i, j = i + n, j + e
 
-    def _commit(self, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow]) -> WriteCounts:
+    def _commit(self, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow], plan: Plan | None = None) -> WriteCounts:
         created: set[str] = set()
 
         def commit(shared_create: bool) -> WriteCounts:
             with self.graph.writer() as w:
                 created.clear()
-                created.update(_write(w, nodes, edges, self.fresh, shared_create))
+                created.update(_write(w, nodes, edges, self.fresh, shared_create, plan))
             return w.counts
 
         try:
@@ -267,6 +283,7 @@ class Chunker:
             log.info("the server refused %d elements in one transaction for memory; chunks of %d now", total,
                      self.size)
             counts = WriteCounts()
+            edges = _once(list(edges))  # now over several transactions: a CREATEd edge must come once
             for k in range(0, len(nodes), self.size):
                 counts.merge(self._commit(nodes[k : k + self.size], ()))
             for k in range(0, len(edges), self.size):
@@ -597,22 +614,26 @@ def _write_stream_steps(graph: Graph, stream: NerdmStream, rg: RecordGraph, stag
         _fault("lease")
         written = [0]
 
-        def write_chunk(rows: tuple[list[NodeRow], list[EdgeRow]]) -> None:
-            nodes, edges = rows
-            if len(nodes) + len(edges) <= chunks.size:
-                chunks.counts.merge(chunks._commit(nodes, edges))
+        def write_chunk(rows: tuple[list[NodeRow], list[EdgeRow], Plan | None]) -> None:
+            nodes, edges, plan = rows
+            if len(nodes) + len(edges) <= chunks.size:  # the size may have halved since the plan was made
+                chunks.counts.merge(chunks._commit(nodes, edges, plan))
             else:  # a chunk of many payload facts
-                _write_files_linked(chunks, nodes, edges)
+                _write_files_linked(chunks, nodes, _once(edges))
             written[0] += 1
             if written[0] == 1:
                 _fault("nodes")
 
-        def staged_chunks() -> Iterator[tuple[list[NodeRow], list[EdgeRow]]]:
-            # staged and deduplicated in the building thread: the writing thread's Python work is time the
-            # server waits for the next statement
+        def staged_chunks() -> Iterator[tuple[list[NodeRow], list[EdgeRow], Plan | None]]:
+            # staged, deduplicated and grouped for their statements in the building thread: the writing
+            # thread's Python work is time the server waits for the next statement
             with closing(stream.chunks()) as produced:
                 for nodes, edges in produced:
-                    yield stage(nodes, _once(edges))
+                    if len(nodes) + len(edges) <= chunks.size:  # one transaction; the plan writes an edge once
+                        nodes, edges = stage(nodes, edges)
+                        yield nodes, edges, _plan(graph, nodes, edges, chunks.fresh)
+                    else:
+                        yield *stage(nodes, _once(edges)), None
 
         _pipelined(staged_chunks(), write_chunk)
         _fault("files")

@@ -44,7 +44,9 @@ ALLOWED: dict[str, frozenset[str]] = {
 
 def suffix(filepath: str) -> str:
     """PurePosixPath(filepath).suffix without building the path (this runs for every component of a record)."""
-    name = next((part for part in reversed(filepath.split("/")) if part and part != "."), "")
+    name = filepath[filepath.rfind("/") + 1 :]
+    if not name or name == ".":  # a trailing slash or dot: the last part that names something
+        name = next((part for part in reversed(filepath.split("/")) if part and part != "."), "")
     dot = name.rfind(".")
     return name[dot:] if 0 < dot < len(name) - 1 else ""
 

@@ -154,6 +154,118 @@ class _Quiet(list):  # type: ignore[type-arg]
         return f"<{len(self)} rows>"
 
 
+_Merged = dict[str, tuple[tuple[str, ...], dict[str, Any]]]
+_EdgeGroups = tuple[dict[str, list[dict[str, Any]]], dict[tuple[str, str, str], dict[tuple[str, str], dict[str, Any]]]]
+
+
+@dataclass
+class Planned:
+    """One write's rows grouped as its statements send them, made before its transaction (`GraphWriter.plan`:
+    in a streamed ingest, by the building thread, so the writing thread only sends while the server waits)."""
+
+    nodes: list[NodeRow]
+    edges: list[EdgeRow]
+    merged: _Merged
+    node_chunks: list[tuple[list[str], list[tuple[tuple[str, ...], list[dict[str, Any]]]]]]
+    edge_groups: _EdgeGroups
+
+
+class Either:
+    """Membership in either of two sets, without copying them."""
+
+    def __init__(self, a: Container[str], b: Container[str]) -> None:
+        self.a, self.b = a, b
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.a or item in self.b
+
+
+def _check_labels(onto: ontology.Ontology, rows: Iterable[NodeRow]) -> None:
+    checked: set[tuple[str, ...]] = set()
+    for row in rows:
+        if row.labels in checked:
+            continue
+        for label in row.labels:
+            onto.check_label(label)
+        if Label.NODE in row.labels:
+            raise OntologyViolation("the Node label is added by the writer, not by callers")
+        checked.add(row.labels)
+
+
+def _merged(rows: Iterable[NodeRow]) -> _Merged:
+    """id -> (labels, properties with the id): the last row's properties, every row's labels."""
+    merged: _Merged = {}
+    for r in rows:
+        held = merged.get(r.id)
+        if held is None:
+            merged[r.id] = (r.labels, {**r.props, "id": r.id})
+        else:
+            merged[r.id] = (held[0] + tuple(label for label in r.labels if label not in held[0]), {**r.props, "id": r.id})
+    return merged
+
+
+def _by_labels(chunk: Iterable[str], merged: _Merged,
+               existing: Container[str]) -> list[tuple[tuple[str, ...], list[dict[str, Any]]]]:
+    """The rows of write/create_nodes for the ids of `chunk` not in `existing`, one list per label set."""
+    by_labels: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for i in chunk:
+        if i not in existing:
+            labels, props = merged[i]
+            by_labels.setdefault(labels, []).append(props)
+    return sorted(by_labels.items())
+
+
+def _merge_row(e: EdgeRow) -> dict[str, Any]:
+    """A row of write/edge_<TYPE>: the endpoint labels go with each row, since its edges may mix them."""
+    return {"src": e.src, "src_label": e.src_label, "dst": e.dst, "dst_label": e.dst_label, "props": e.props}
+
+
+def _declared_twice(new: dict[tuple[str, str, str], dict[tuple[str, str], Any]]) -> set[tuple[str, str, str]]:
+    """(type, source, target) of the new edges that come with more than one pair of endpoint labels."""
+    twice: set[tuple[str, str, str]] = set()
+    seen: dict[str, set[tuple[str, str]]] = {}
+    for (rel, _, _), keyed in new.items():
+        held = seen.setdefault(rel, set())
+        if held:
+            twice.update((rel, src, dst) for src, dst in held & keyed.keys())
+        held.update(keyed)
+    return twice
+
+
+def _group_edges(onto: ontology.Ontology, rows: list[EdgeRow], is_new: Callable[[EdgeRow], bool]) -> _EdgeGroups:
+    """Edge rows checked against the ontology and grouped for their statements: (rows of write/edge_<TYPE> by
+    type, rows of write/create_edges by (type, source label, target label) and endpoints). `is_new`: whether
+    an edge cannot exist yet."""
+    by_rel: dict[str, list[dict[str, Any]]] = {}
+    new: dict[tuple[str, str, str], dict[tuple[str, str], dict[str, Any]]] = {}
+    checked: set[tuple[str, str, str]] = set()  # the MERGE path's (type, source label, target label) pairs
+    for e in rows:
+        if is_new(e):
+            group = (e.rel, e.src_label, e.dst_label)
+            keyed = new.get(group)
+            if keyed is None:
+                onto.check_edge(*group)
+                keyed = new[group] = {}
+            keyed[(e.src, e.dst)] = {"src": e.src, "dst": e.dst, "props": e.props}
+        else:
+            if (e.rel, e.src_label, e.dst_label) not in checked:
+                onto.check_edge(e.rel, e.src_label, e.dst_label)
+                checked.add((e.rel, e.src_label, e.dst_label))
+            by_rel.setdefault(e.rel, []).append(_merge_row(e))
+    twice = _declared_twice(new)
+    if twice:
+        # one edge declared with several endpoint labels: the MERGE path checks each declaration and writes
+        # the edge once
+        for (rel, _, _), keyed in new.items():
+            for key in {(src, dst) for r, src, dst in twice if r == rel} & keyed.keys():
+                del keyed[key]
+        for e in rows:
+            if (e.rel, e.src, e.dst) in twice and is_new(e):
+                by_rel.setdefault(e.rel, []).append(_merge_row(e))
+    return by_rel, new
+
+
+
 class GraphWriter:
     """Writes inside one explicit transaction, so a record lands whole or not at all."""
 
@@ -174,78 +286,69 @@ class GraphWriter:
         """Upsert nodes by id. With `create`, the ids the graph does not hold yet are CREATEd (cheaper than
         MERGE) and returned; the graph ends the same either way. Rows repeating an id act as MERGE would:
         labels added up, the last row's properties."""
-        checked: set[tuple[str, ...]] = set()
-        for row in rows:
-            if row.labels in checked:
-                continue
-            for label in row.labels:
-                self._onto.check_label(label)
-            if Label.NODE in row.labels:
-                raise OntologyViolation("the Node label is added by the writer, not by callers")
-            checked.add(row.labels)
+        _check_labels(self._onto, rows)
         if not create:
             payload = [{"id": r.id, "labels": list(r.labels), "props": {**r.props, "id": r.id}} for r in rows]
             for chunk in _chunks(payload, BATCH_ROWS):
                 self.run("write/nodes", rows=list(chunk))
             return set()
-        # id -> (labels, properties with the id): the last row's properties, every row's labels
-        merged: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {}
-        for r in rows:
-            held = merged.get(r.id)
-            if held is None:
-                merged[r.id] = (r.labels, {**r.props, "id": r.id})
-            else:
-                merged[r.id] = (held[0] + tuple(label for label in r.labels if label not in held[0]),
-                                {**r.props, "id": r.id})
+        merged = _merged(rows)
         created: set[str] = set()
         for chunk in _chunks(list(merged), BATCH_ROWS):
-            existing = set(self.run("write/existing_ids", rows=list(chunk))[0]["ids"])
-            if existing:
-                self.held |= existing
-                self.run("write/nodes", rows=[{"id": i, "labels": list(merged[i][0]), "props": merged[i][1]}
-                                              for i in chunk if i in existing])
-            by_labels: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-            for i in chunk:
-                if i not in existing:
-                    labels, props = merged[i]
-                    by_labels.setdefault(labels, []).append(props)
-            for labels, group in sorted(by_labels.items()):
-                self.run("write/create_nodes", rows=group, labels=list(labels))
-            created.update(i for i in chunk if i not in existing)
+            created.update(self._create_absent(chunk, merged))
         return created
+
+    def _create_absent(self, chunk: Sequence[str], merged: _Merged,
+                       grouped: list[tuple[tuple[str, ...], list[dict[str, Any]]]] | None = None) -> list[str]:
+        """CREATE the ids of `chunk` the graph lacks, MERGE the others; returns those created. `grouped`: the
+        chunk's rows by label set, made ahead for the case that the graph holds none of them."""
+        existing = set(self.run("write/existing_ids", rows=list(chunk))[0]["ids"])
+        if existing:
+            self.held |= existing
+            self.run("write/nodes", rows=[{"id": i, "labels": list(merged[i][0]), "props": merged[i][1]}
+                                          for i in chunk if i in existing])
+            grouped = None
+        for labels, group in grouped if grouped is not None else _by_labels(chunk, merged, existing):
+            self.run("write/create_nodes", rows=group, labels=list(labels))
+        return [i for i in chunk if i not in existing] if existing else list(chunk)
 
     def edges(self, rows: Iterable[EdgeRow], fresh: Container[str] = frozenset()) -> None:
         """Upsert edges between nodes the graph holds. An edge with an endpoint in `fresh` (nodes this write
         created that nothing else can have linked) cannot exist yet and is CREATEd, one statement per type and
         endpoint labels (given once, not per row: the rows are the client's and the driver's most frequent
         work in a large ingest); repeated rows of such an edge act as MERGE would (the last row's properties)."""
-        rows = rows if isinstance(rows, list) else list(rows)
-        by_rel: dict[str, list[dict[str, Any]]] = {}
-        new: dict[tuple[str, str, str], dict[tuple[str, str], dict[str, Any]]] = {}
-        checked: set[tuple[str, str, str]] = set()  # the MERGE path's (type, source label, target label) pairs
-        for e in rows:
-            if e.src in fresh or e.dst in fresh:
-                group = (e.rel, e.src_label, e.dst_label)
-                keyed = new.get(group)
-                if keyed is None:
-                    self._onto.check_edge(*group)
-                    keyed = new[group] = {}
-                keyed[(e.src, e.dst)] = {"src": e.src, "dst": e.dst, "props": e.props}
-            else:
-                if (e.rel, e.src_label, e.dst_label) not in checked:
-                    self._onto.check_edge(e.rel, e.src_label, e.dst_label)
-                    checked.add((e.rel, e.src_label, e.dst_label))
-                by_rel.setdefault(e.rel, []).append(self._merge_row(e))
-        twice = self._declared_twice(new)
-        if twice:
-            # one edge declared with several endpoint labels: the MERGE path checks each declaration and writes
-            # the edge once
-            for (rel, _, _), keyed in new.items():
-                for key in {(src, dst) for r, src, dst in twice if r == rel} & keyed.keys():
-                    del keyed[key]
-            for e in rows:
-                if (e.rel, e.src, e.dst) in twice and (e.src in fresh or e.dst in fresh):
-                    by_rel.setdefault(e.rel, []).append(self._merge_row(e))
+        self._send_edges(*_group_edges(self._onto, rows if isinstance(rows, list) else list(rows),
+                                       lambda e: e.src in fresh or e.dst in fresh))
+
+    @staticmethod
+    def plan(onto: ontology.Ontology, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow],
+             fresh: Container[str] = frozenset()) -> Planned:
+        """`nodes(create=True)` then `edges(..., fresh=created | fresh)` grouped ahead of the transaction, as if
+        the graph held none of the nodes (the ontology is checked here, before anything is written)."""
+        _check_labels(onto, nodes)
+        merged = _merged(nodes)
+        grouped = [(list(chunk), _by_labels(chunk, merged, frozenset())) for chunk in _chunks(list(merged), BATCH_ROWS)]
+        edge_groups = _group_edges(onto, list(edges),
+                                   lambda e: e.src in merged or e.dst in merged or e.src in fresh or e.dst in fresh)
+        return Planned(list(nodes), list(edges), merged, grouped, edge_groups)
+
+    def write_nodes_planned(self, plan: Planned) -> set[str]:
+        """The nodes of a plan, as `nodes(create=True)`; returns those created."""
+        created: set[str] = set()
+        for chunk, grouped in plan.node_chunks:
+            created.update(self._create_absent(chunk, plan.merged, grouped))
+        return created
+
+    def write_edges_planned(self, plan: Planned, created: set[str], fresh: Container[str], fresh_as_planned: bool) -> None:
+        """The edges of a plan, as `edges(..., fresh=created | fresh)`: as grouped ahead when every node was
+        created and `fresh` is what the plan was made with (`fresh_as_planned`), grouped again otherwise."""
+        if fresh_as_planned and len(created) == len(plan.merged):
+            self._send_edges(*plan.edge_groups)
+        else:
+            self.edges(plan.edges, fresh=Either(created, fresh))
+
+    def _send_edges(self, by_rel: dict[str, list[dict[str, Any]]],
+                    new: dict[tuple[str, str, str], dict[tuple[str, str], dict[str, Any]]]) -> None:
         for rel, payload in sorted(by_rel.items()):
             for chunk in _chunks(payload, BATCH_ROWS):
                 self._check_written(rel, len(chunk), self.run(f"write/edge_{Rel(rel).value}", rows=list(chunk)))
@@ -253,23 +356,6 @@ class GraphWriter:
             for chunk in _chunks(list(keyed.values()), BATCH_ROWS):
                 self._check_written(rel, len(chunk), self.run("write/create_edges", rows=list(chunk), type=Rel(rel).value,
                                                               src_label=src_label, dst_label=dst_label))
-
-    @staticmethod
-    def _merge_row(e: EdgeRow) -> dict[str, Any]:
-        """A row of write/edge_<TYPE>: the endpoint labels go with each row, since its edges may mix them."""
-        return {"src": e.src, "src_label": e.src_label, "dst": e.dst, "dst_label": e.dst_label, "props": e.props}
-
-    @staticmethod
-    def _declared_twice(new: dict[tuple[str, str, str], dict[tuple[str, str], Any]]) -> set[tuple[str, str, str]]:
-        """(type, source, target) of the new edges that come with more than one pair of endpoint labels."""
-        twice: set[tuple[str, str, str]] = set()
-        seen: dict[str, set[tuple[str, str]]] = {}
-        for (rel, _, _), keyed in new.items():
-            held = seen.setdefault(rel, set())
-            if held:
-                twice.update((rel, src, dst) for src, dst in held & keyed.keys())
-            held.update(keyed)
-        return twice
 
     @staticmethod
     def _check_written(rel: str, sent: int, result: list[dict[str, Any]]) -> None:

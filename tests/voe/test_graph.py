@@ -6,7 +6,7 @@ import pytest
 
 from voe import queries
 from voe.errors import OntologyViolation
-from voe.graph import EdgeRow, Graph, NodeRow
+from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow
 from voe.ontology import Label, Rel
 
 
@@ -72,3 +72,66 @@ def test_every_write_query_is_a_parameterised_unwind_batch() -> None:
             text = queries.load(name)
             assert "UNWIND $rows AS row" in text, name
             assert "'" not in text and '"' not in text, f"{name} embeds a literal value"
+
+
+def _edges_by_pair(graph: Graph) -> list[tuple[str, str, str, int]]:
+    with graph._driver.session() as s:  # noqa: SLF001
+        return sorted((r["a"], r["t"], r["b"], r["n"]) for r in s.run(
+            "MATCH (a)-[r]->(b) RETURN a.id AS a, type(r) AS t, b.id AS b, count(r) AS n"))
+
+
+_PLANNED_NODES = [NodeRow("r1", (Label.RECORD,), {"title": "t"}),
+                  NodeRow("c1", (Label.COMPONENT, Label.DATA_FILE), {"v": 1}),
+                  NodeRow("c2", (Label.COMPONENT, Label.DATA_FILE), {"v": 2})]
+_PLANNED_EDGES = [EdgeRow(Rel.HAS_COMPONENT, "r1", Label.RECORD, "c1", Label.DATA_FILE),
+                  EdgeRow(Rel.HAS_COMPONENT, "r1", Label.RECORD, "c2", Label.DATA_FILE)]
+
+
+def test_a_planned_write_into_an_empty_graph_creates_what_the_row_by_row_write_does(graph: Graph) -> None:
+    plan = GraphWriter.plan(graph.ontology, _PLANNED_NODES, _PLANNED_EDGES)
+    with graph.writer() as w:
+        created = w.write_nodes_planned(plan)
+        w.write_edges_planned(plan, created, frozenset(), fresh_as_planned=True)
+    assert created == {"r1", "c1", "c2"}
+    planned = _edges_by_pair(graph)
+    graph.clear()
+    with graph.writer() as w:
+        w.edges(_PLANNED_EDGES, fresh=w.nodes(_PLANNED_NODES, create=True))
+    assert planned == _edges_by_pair(graph) == [("r1", "HAS_COMPONENT", "c1", 1), ("r1", "HAS_COMPONENT", "c2", 1)]
+
+
+def test_a_planned_write_merges_what_the_graph_already_holds(graph: Graph) -> None:
+    # the plan assumed every node new; r1, c1 and their edge are there already, so that edge must not come twice
+    with graph.writer() as w:
+        w.nodes(_PLANNED_NODES[:2])
+        w.edges(_PLANNED_EDGES[:1])
+    plan = GraphWriter.plan(graph.ontology, _PLANNED_NODES, _PLANNED_EDGES)
+    with graph.writer() as w:
+        created = w.write_nodes_planned(plan)
+        w.write_edges_planned(plan, created, frozenset(), fresh_as_planned=True)
+    assert created == {"c2"}
+    assert _edges_by_pair(graph) == [("r1", "HAS_COMPONENT", "c1", 1), ("r1", "HAS_COMPONENT", "c2", 1)]
+    with graph._driver.session() as s:  # noqa: SLF001
+        assert s.run("MATCH (n {id: 'c1'}) RETURN n.v AS v").single()["v"] == 1
+
+
+def test_a_plan_made_with_fresh_ids_that_no_longer_are_is_grouped_again(graph: Graph) -> None:
+    # c1 counted as fresh when the plan was made (its edge planned as a CREATE); by the write it no longer does
+    # and the edge already exists: the write must MERGE it
+    with graph.writer() as w:
+        w.nodes(_PLANNED_NODES)
+        w.edges(_PLANNED_EDGES[:1])
+    plan = GraphWriter.plan(graph.ontology, [], _PLANNED_EDGES[:1], fresh={"c1"})
+    assert plan.edge_groups[1]  # planned as new
+    with graph.writer() as w:
+        w.write_edges_planned(plan, w.write_nodes_planned(plan), frozenset(), fresh_as_planned=False)
+    assert _edges_by_pair(graph) == [("r1", "HAS_COMPONENT", "c1", 1)]
+
+
+def test_a_plan_checks_the_ontology_before_anything_is_written(graph: Graph) -> None:
+    with pytest.raises(OntologyViolation, match="not allowed"):
+        GraphWriter.plan(graph.ontology, [NodeRow("a", (Label.COMPONENT, Label.DATA_FILE), {})],
+                         [EdgeRow(Rel.DESCRIBES, "a", Label.DATA_FILE, "a", Label.COMPONENT)])
+    with pytest.raises(OntologyViolation):
+        GraphWriter.plan(graph.ontology, [NodeRow("x", ("Sample",), {})], [])
+    assert graph.counts() == {"nodes": 0, "relationships": 0}
