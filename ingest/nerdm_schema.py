@@ -201,11 +201,6 @@ class SchemaCheck:
 
     def component(self, i: int, comp: Any, canonical_form: bytes | None = None) -> None:
         """One component; `canonical_form`: its RFC 8785 bytes when the caller has them already."""
-        self.validate_component(i, comp)
-        self.unique(i, comp, canonical_form)
-
-    def validate_component(self, i: int, comp: Any) -> None:
-        """The part of `component` that looks at this component alone: its schemas."""
         prefix = f"/components/{i}"
         # NERDm extension definitions (pub DataFile, ChecksumFile, ...) include the core Component by allOf,
         # so the core definition is checked directly only where no extension applies.
@@ -214,21 +209,12 @@ class SchemaCheck:
             self._check(comp, uri, prefix)
         if self.core_component and not applied:
             self._check(comp, self.core_component, prefix)
-
-    def unique(self, i: int, comp: Any, canonical_form: bytes | None = None) -> None:
-        """The part of `component` that looks at the components before it: uniqueItems."""
-        prefix = f"/components/{i}"
         # RFC 8785: 1 and 1.0 are one number, as uniqueItems compares them
         key = hashlib.blake2b(canonical(comp) if canonical_form is None else canonical_form, digest_size=16).digest()
         first = self._seen.setdefault(key, i)
         if first != i:
             self.found.setdefault((prefix, "uniqueItems"), Violation(
                 prefix, f"duplicate of /components/{first} (components must be unique)", str(self.core)))
-
-    def add(self, found: list[Violation]) -> None:
-        """Findings of the same check made elsewhere (ingest/schema_ahead.py), to come out of the next `take`."""
-        for v in found:
-            self.found.setdefault((v.pointer, v.message), v)
 
     def take(self) -> list[Violation]:
         """What was found since the last call, ordered by pointer and message."""

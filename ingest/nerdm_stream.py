@@ -47,7 +47,6 @@ from ingest.nerdm import (
     probe_holding,
 )
 from ingest.nerdm_schema import NerdmSchemas, Violation
-from ingest.schema_ahead import SchemaAhead
 from voe.canonical import canonical
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow, storable
@@ -288,7 +287,6 @@ class NerdmStream(NerdmBuilder):
         self.count = scanned.count
         self.chunk_components = chunk_components or CHUNK_COMPONENTS
         self._check = schemas.checker() if schemas is not None else None
-        self._schema_ahead: SchemaAhead | None = None
         self._shell_found: list[Violation] = []
         # the components list is as long as the record's, filled with the current chunk's components only, so
         # JSON pointers into them resolve as in the whole document (8 bytes per component)
@@ -453,21 +451,14 @@ class NerdmStream(NerdmBuilder):
     def chunks(self) -> Generator[tuple[list[NodeRow], list[EdgeRow]], None, None]:
         """Each chunk of components as sealed, stamped rows; edges to later components are held back."""
         batch: list[tuple[int, Any]] = []
-        if self._check is not None:
-            self._schema_ahead = SchemaAhead(self._items, self._check, self.chunk_components)
-        try:
-            with self._parsing_ahead(self._to_parse):
-                for i, raw in enumerate(self._items()):
-                    batch.append((i, raw))
-                    if len(batch) >= self.chunk_components:
-                        yield self._chunk(batch)
-                        batch = []
-                if batch:
+        with self._parsing_ahead(self._to_parse):
+            for i, raw in enumerate(self._items()):
+                batch.append((i, raw))
+                if len(batch) >= self.chunk_components:
                     yield self._chunk(batch)
-        finally:
-            if self._schema_ahead is not None:
-                self._schema_ahead.close()
-                self._schema_ahead = None
+                    batch = []
+            if batch:
+                yield self._chunk(batch)
 
     def _chunk(self, batch: list[tuple[int, Any]]) -> tuple[list[NodeRow], list[EdgeRow]]:
         self._fresh_rows()
@@ -496,15 +487,9 @@ class NerdmStream(NerdmBuilder):
                 else:
                     self._component(i, comp, cid, self._folders, targets)  # type: ignore[arg-type]
                     self._one_evidence(i, comp, cid, self._direct_files)  # DataFiles per folder: first pass
+            if self._check is not None:
+                self._check.component(i, raw, self._canonical[f"/components/{i}"])
         if self._check is not None:
-            found = self._schema_ahead.take(batch[-1][0]) if self._schema_ahead is not None else None
-            if found is None:
-                for i, raw in batch:
-                    self._check.validate_component(i, raw)
-            else:
-                self._check.add(found)
-            for i, raw in batch:
-                self._check.unique(i, raw, self._canonical[f"/components/{i}"])
             self._schema_found(self._check.take())
         end = batch[-1][0]
         ahead = {id(e) for e in self.g.edges if e.rel in (Rel.PART_OF, Rel.DESCRIBES)

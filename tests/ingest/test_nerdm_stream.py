@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import ingest.nerdm_stream as nerdm_stream
-import ingest.schema_ahead as schema_ahead
 from ingest import ingest_paths
-from ingest.nerdm_schema import SchemaCheck
 from ingest.nerdm_stream import NotStreamable, _lone_surrogate_escape, open_streamed, scan
 from tests.ingest.test_replace import snapshot
 from voe.graph import Graph
@@ -249,42 +246,3 @@ def test_the_same_bytes_twice_are_read_whole_and_equal(graph: Graph, tmp_path: P
         seen = _calls(m)
         assert ingest_paths([record], graph).errors == []
     assert seen["chunks"] == 0 and snapshot(graph) == whole
-
-
-def _exit_at_once(*_: Any) -> None:
-    os._exit(3)  # a checker process killed before it answered
-
-
-def _out_of_step(items: Any, check: Any, every: int, conn: Any, parent: int) -> None:
-    conn.send((every * 1000, []))  # findings for components the builder is not at
-
-
-@pytest.mark.parametrize("ahead", ["forked", "dies", "out_of_step", "one_process"])
-def test_the_schema_check_ahead_gives_the_builders_own_findings(graph: Graph, tmp_path: Path, ahead: str,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """The components' schema check runs in a forked process (ingest/schema_ahead.py); its findings, or the
-    builder's own when the process dies, answers out of step or is not wanted, give the in-memory graph."""
-    record = _hostile(tmp_path / "rec")
-    assert ingest_paths([record], graph).errors == []
-    whole = snapshot(graph)
-    graph.clear()
-    in_builder = [0]  # counted in this process only: the forked one counts in its own copy
-    validate = SchemaCheck.validate_component
-
-    def counting(self: SchemaCheck, i: int, comp: Any) -> None:
-        in_builder[0] += 1
-        validate(self, i, comp)
-
-    with monkeypatch.context() as m:
-        _streamed(m, 3)
-        m.setattr(SchemaCheck, "validate_component", counting)
-        m.setenv("VOE_PARSE_WORKERS", "1" if ahead == "one_process" else "2")
-        if ahead == "dies":
-            m.setattr(schema_ahead, "_check_all", _exit_at_once)
-        elif ahead == "out_of_step":
-            m.setattr(schema_ahead, "_check_all", _out_of_step)
-        report = ingest_paths([record], graph)
-    assert report.errors == [] and report.defects
-    assert snapshot(graph) == whole
-    components = len(json.loads((record / "nerdm.json").read_text())["components"])
-    assert in_builder[0] == (0 if ahead == "forked" else components)
