@@ -94,16 +94,13 @@ def _run_writer(graph: Graph, run_dir: Path) -> tuple[str, Callable[[GraphWriter
     trajectories = read_jsonl(run_dir / "trajectories.jsonl")
     for rel, src, dst in WRITTEN_EDGES:
         graph.ontology.check_edge(rel, src, dst)
-    by_trajectory: dict[str, list[dict[str, Any]]] = {}
-    for s in steps:
-        by_trajectory.setdefault(s["trajectory_id"], []).append(s)
-    _refuse_inconsistent(run_dir, trajectories, by_trajectory)
+    ordered = _ordered_steps(run_dir, trajectories, steps)
     rows = []
     for tr in trajectories:
-        tr_steps = sorted(by_trajectory.get(tr["trajectory_id"], []), key=lambda x: x["t"])
+        tr_steps = ordered.get(tr["trajectory_id"], [])
         rows.append({"task_id": tr["task_id"],
                      # once per evidence object, as MERGE would (the environment answers a repeat as a duplicate)
-                     "requested": list(dict.fromkeys(s["evidence_id"] for s in tr_steps if s["outcome"] in ASKED)),
+                     "requested": list(dict.fromkeys([s["evidence_id"] for s in tr_steps if s["outcome"] in ASKED])),
                      "props": {"id": tr["trajectory_id"], "task_id": tr["task_id"], "pass_index": tr["pass_index"],
                                "policy": tr["policy"], "end": tr["end"], "terminal_class": tr["terminal_class"],
                                "payload": tr["payload"], "steps": tr["steps"],
@@ -135,40 +132,53 @@ def _run_writer(graph: Graph, run_dir: Path) -> tuple[str, Callable[[GraphWriter
     return run_id, work
 
 
-def _refuse_inconsistent(run_dir: Path, trajectories: list[dict[str, Any]],
-                         steps: dict[str, list[dict[str, Any]]]) -> None:
-    """What the batched CREATE and the step lists cannot take: a trajectory id twice, steps of a trajectory that
-    are not t = 0, 1, 2, ... once each, steps of a trajectory the run does not list, a summary whose terminal
-    class or payload is not its terminal step's (the graph keeps one copy of them), a terminal step without an
-    action, a step without an evidence id that says the environment answered a request, or a payload on a step
-    that is not terminal."""
+def _ordered_steps(run_dir: Path, trajectories: list[dict[str, Any]],
+                   steps: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each trajectory's steps in the order of t, refusing what the batched CREATE and the step lists cannot
+    take: a trajectory id twice, steps of a trajectory that are not t = 0, 1, 2, ... once each, steps of a
+    trajectory the run does not list, a second terminal step, a summary whose terminal class or payload is not
+    its terminal step's (the graph keeps one copy of them), a terminal step without an action, a step without an
+    evidence id that says the environment answered a request, or a payload on a step that is not terminal."""
     def refuse(why: str) -> InputError:
         return InputError(why, path=str(run_dir))
 
+    by_trajectory: dict[str, list[dict[str, Any]]] = {}
+    for r in steps:
+        by_trajectory.setdefault(r["trajectory_id"], []).append(r)
     ids = [tr["trajectory_id"] for tr in trajectories]
-    twice = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) != len(ids) else []
-    if twice:
-        raise refuse(f"trajectories.jsonl lists {twice[0]} more than once")
-    orphans = sorted(set(steps) - set(ids))
+    if len(set(ids)) != len(ids):
+        raise refuse(f"trajectories.jsonl lists {sorted({i for i in ids if ids.count(i) > 1})[0]} more than once")
+    orphans = sorted(set(by_trajectory) - set(ids))
     if orphans:
         raise refuse(f"steps.jsonl holds steps of {orphans[0]}, which trajectories.jsonl does not list")
     for tr in trajectories:
         tid = tr["trajectory_id"]
-        rows = steps.get(tid, [])
-        ts = sorted(r["t"] for r in rows)
-        if len(set(ts)) != len(ts):
-            raise refuse(f"steps.jsonl holds a step of {tid} more than once")
-        if ts != list(range(len(ts))):
-            raise refuse(f"steps.jsonl: the steps of {tid} are not numbered 0, 1, 2, ... (t = {ts[:8]})")
+        rows = by_trajectory.get(tid, [])
+        ts = [r["t"] for r in rows]
+        if ts != list(range(len(ts))):  # the runner writes them in order: sort only when they are not
+            if any(type(t) is not int for t in ts):
+                raise refuse(f"steps.jsonl: a step of {tid} has a t that is not an integer ({ts[:8]})")
+            rows.sort(key=lambda r: r["t"])
+            ts = [r["t"] for r in rows]
+            if len(set(ts)) != len(ts):
+                raise refuse(f"steps.jsonl holds a step of {tid} more than once")
+            if ts != list(range(len(ts))):
+                raise refuse(f"steps.jsonl: the steps of {tid} are not numbered 0, 1, 2, ... (t = {ts[:8]})")
+        terminal = None
         for r in rows:
-            if r["outcome"] in ASKED and not r.get("evidence_id"):
-                raise refuse(f"steps.jsonl: step {r['t']} of {tid} is {r['outcome']} but names no evidence id")
-            if r["outcome"] != "terminal" and r.get("payload") is not None:
+            outcome = r["outcome"]
+            if outcome == "terminal":
+                if terminal is not None:
+                    raise refuse(f"steps.jsonl: {tid} has more than one terminal step (t = {terminal['t']}, {r['t']})")
+                terminal = r
+            elif r.get("payload") is not None:
                 raise refuse(f"steps.jsonl: step {r['t']} of {tid} carries a payload but is not terminal")
-        terminal = [r for r in rows if r["outcome"] == "terminal"]
-        if any(not r.get("action") for r in terminal):
+            if outcome in ASKED and not r.get("evidence_id"):
+                raise refuse(f"steps.jsonl: step {r['t']} of {tid} is {outcome} but names no evidence id")
+        if terminal and not terminal.get("action"):
             raise refuse(f"steps.jsonl: the terminal step of {tid} names no action")
-        ended = (terminal[0].get("action"), terminal[0].get("payload") or []) if terminal else (None, [])
-        if len(terminal) > 1 or ended != (tr["terminal_class"], tr["payload"] or []):
+        ended = (terminal.get("action"), terminal.get("payload") or []) if terminal else (None, [])
+        if ended != (tr["terminal_class"], tr["payload"] or []):
             raise refuse(f"trajectories.jsonl: {tid} ends with {tr['terminal_class']} {tr['payload']}, its steps "
                          f"with {ended[0]} {ended[1]}")
+    return by_trajectory

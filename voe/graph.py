@@ -143,6 +143,21 @@ def _shutting_down(exc: Neo4jError) -> bool:
                             "Neo.DatabaseError.General.UnknownError")) or "shut down" in str(exc).lower()
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _row(record: neo4j.Record) -> dict[str, Any]:
+    """A record as `Record.data()` returns it, without data()'s walk through every item when no value holds a
+    node, relationship, path or map (the usual result: scalars and lists of scalars; the verifier's one record of
+    parallel lists took 6.5 ms through data() at 870 trajectories)."""
+    values = record.values()
+    for v in values:
+        t = type(v)
+        if t not in _SCALARS and not (t is list and set(map(type, v)) <= _SCALARS):
+            return record.data()
+    return dict(zip(record.keys(), values, strict=True))
+
+
 class _Quiet(list):  # type: ignore[type-arg]
     """A parameter list the driver packs as any list but shows as its length: the driver formats every RUN's
     parameters for its debug log whether or not anyone logs (repr of every row: 5-10 % of a large ingest's
@@ -278,7 +293,7 @@ class GraphWriter:
     def run(self, name: str, **params: Any) -> list[dict[str, Any]]:
         params = {k: _Quiet(v) if type(v) is list and len(v) > 8 else v for k, v in params.items()}
         result = self._tx.run(queries.load(name), params)
-        records = [r.data() for r in result]
+        records = [_row(r) for r in result]
         self.counts.add(result.consume().counters)
         return records
 
@@ -413,7 +428,7 @@ class Graph:
             if _shutting_down(exc):
                 raise GraphUnavailable(f"Neo4j is not available at {self.settings.uri}: {exc.message}") from exc
             raise
-        return [r.data() for r in records]
+        return [_row(r) for r in records]
 
     def execute(self, name: str, **params: Any) -> WriteCounts:
         """Run a named write query in its own (managed) transaction."""

@@ -85,6 +85,11 @@ def test_the_batched_write_makes_the_generic_writers_graph(package: Path, _sessi
         assert _shape(graph, run_id) == generic
     verdicts = verify_run(graph, tmp_path / "random")
     assert len(verdicts) == len(read_jsonl(tmp_path / "random" / "trajectories.jsonl"))
+    # steps listed out of order (the runner writes them in order; the writer sorts only when they are not)
+    steps = tmp_path / "request_everything" / "steps.jsonl"
+    steps.write_text("".join(reversed(steps.read_text().splitlines(keepends=True))))
+    write_run(graph, tmp_path / "request_everything")
+    assert _shape(graph, run_id) == generic
 
 
 def _held(graph: Graph, run_id: str) -> tuple[str, int, int, int]:
@@ -186,16 +191,21 @@ def test_a_run_whose_files_disagree_is_an_input_error_before_anything_is_written
     run_policy(package, "reference", 1, 0, run)  # a request, then a terminal step
     trajectories = (run / "trajectories.jsonl").read_text().splitlines()
     steps = (run / "steps.jsonl").read_text().splitlines()
+    last = steps[-1]  # a trajectory's terminal step, written last: a copy at the next t is a second terminal step
+    last_t = json.loads(last)["t"]
+    assert json.loads(last)["outcome"] == "terminal"
     cases = {"more than once": (trajectories + trajectories[:1], steps),
              "a step of .* more than once": (trajectories, steps + steps[:1]),
              "which trajectories.jsonl does not list": (trajectories[1:], steps),
              "not numbered 0, 1, 2": (trajectories, [_with(steps[0], t=5), *steps[1:]]),
+             "has a t that is not an integer": (trajectories, [_with(steps[0], t="0"), *steps[1:]]),
              "ends with \\w+ .* its steps with not_a_class": (
                  trajectories, [_with(x, action="not_a_class") if json.loads(x)["outcome"] == "terminal" else x
                                 for x in steps]),
              "the terminal step of .* names no action": (
                  trajectories, [_with(x, action=None) if json.loads(x)["outcome"] == "terminal" else x
                                 for x in steps]),
+             "more than one terminal step": (trajectories, steps + [_with(last, t=last_t + 1)]),
              "carries a payload but is not terminal": (
                  trajectories, [_with(x, payload=["ev"]) if json.loads(x)["outcome"] != "terminal" else x
                                 for x in steps])}

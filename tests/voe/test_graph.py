@@ -6,7 +6,7 @@ import pytest
 
 from voe import queries
 from voe.errors import OntologyViolation
-from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow
+from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow, _row
 from voe.ontology import Label, Rel
 
 
@@ -135,3 +135,18 @@ def test_a_plan_checks_the_ontology_before_anything_is_written(graph: Graph) -> 
     with pytest.raises(OntologyViolation):
         GraphWriter.plan(graph.ontology, [NodeRow("x", ("Sample",), {})], [])
     assert graph.counts() == {"nodes": 0, "relationships": 0}
+
+
+def test_rows_read_back_as_record_data_returns_them(graph: Graph) -> None:
+    """Graph.query and GraphWriter.run skip Record.data()'s walk when every value is a scalar or a list of
+    scalars; anything else (nodes, maps, nested lists, temporal values) still goes through data()."""
+    cases = ["RETURN 1 AS i, 'a' AS s, 1.5 AS f, true AS b, null AS n, ['x', 'y'] AS l, [1, 'a', null] AS mixed",
+             "RETURN [[1, 2], [3]] AS nested",
+             "RETURN {a: 1, b: [2]} AS m",
+             "RETURN date('2026-12-02') AS d, [date('2026-12-02')] AS ds",
+             "CREATE (n:Scratch {id: 'row-test', k: [1, 2]}) RETURN n, [n] AS ns, n.k AS k"]
+    with graph._driver.session() as s:  # noqa: SLF001 - records straight from the driver
+        for cypher in cases:
+            for record in s.run(cypher):
+                assert _row(record) == record.data(), cypher
+        s.run("MATCH (n:Scratch {id: 'row-test'}) DELETE n").consume()
