@@ -4,17 +4,21 @@ ATTEMPTS, REQUESTED) and run the verifier as one Cypher batch over all of them
 
 from __future__ import annotations
 
+import gc
 import hashlib
+import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from voe.errors import InputError, OntologyViolation
 from voe.graph import Graph, GraphWriter, NodeRow
-from voe.jsonl import read_jsonl
+from voe.jsonl import iter_jsonl, read_bytes
 from voe.ontology import Label, Rel
 
 
@@ -30,10 +34,11 @@ class Verdict(BaseModel):
 # the edges write_trajectories.cypher creates, checked against the ontology before anything is written
 WRITTEN_EDGES = ((Rel.IN_RUN, Label.TRAJECTORY, Label.RUN), (Rel.ATTEMPTS, Label.TRAJECTORY, Label.TASK),
                  (Rel.REQUESTED, Label.TRAJECTORY, Label.EVIDENCE))
-BATCH_TRAJECTORIES = 2000
+BATCH_TRAJECTORIES = 300
 # How a run's trajectories sit in the graph, kept on the Run node: a run written in another shape (shape 1 had a
 # Step node per step, with HAS_STEP, REQUESTED and TERMINATED_WITH edges) is rewritten even from the same files.
 GRAPH_SHAPE = 2
+T = TypeVar("T")
 ASKED = ("revealed", "unavailable")  # the outcomes of a request the environment answered
 
 
@@ -43,9 +48,13 @@ RUN_FILES = ("run.json", "steps.jsonl", "trajectories.jsonl")  # what the graph'
 def run_files_sha256(run_dir: Path) -> str:
     """One digest of the files a scoring reads, kept on the Run node: scoring the same files again writes
     nothing."""
+    return _digest({name: read_bytes(run_dir / name) for name in RUN_FILES})
+
+
+def _digest(files: dict[str, bytes]) -> str:
     digest = hashlib.sha256()
     for name in RUN_FILES:
-        data = (run_dir / name).read_bytes()
+        data = files[name]
         digest.update(f"{name}\0{len(data)}\0".encode())
         digest.update(data)
     return digest.hexdigest()
@@ -60,21 +69,16 @@ def write_run(graph: Graph, run_dir: Path) -> str:
     `step_evidence_id` with that outcome). A run the graph already holds from the same
     files in this shape (digest and GRAPH_SHAPE on the Run node, every trajectory still attached to its task) is
     left as it is."""
-    run_id, work = _run_writer(graph, run_dir)
-    graph.transact(work)
-    return run_id
+    run = _read_run(graph, run_dir)
+    _transact(graph, run, lambda w: None)
+    return run.run_id
 
 
 def verify_run(graph: Graph, run_dir: Path) -> list[Verdict]:
     """write_run and the verifier query in the same transaction (one commit, and the verdicts are of exactly
     what was written)."""
-    run_id, write = _run_writer(graph, run_dir)
-
-    def work(w: GraphWriter) -> list[dict[str, Any]]:
-        write(w)
-        return w.run("verifiers/verify_trajectories", run_id=run_id)
-
-    return verdicts(graph.transact(work))
+    run = _read_run(graph, run_dir)
+    return verdicts(_transact(graph, run, lambda w: w.run("verifiers/verify_trajectories", run_id=run.run_id)))
 
 
 def verdicts(rows: list[dict[str, Any]]) -> list[Verdict]:
@@ -86,99 +90,200 @@ def verdicts(rows: list[dict[str, Any]]) -> list[Verdict]:
                                           row["payload_bound"], row["grounded"], strict=True)]
 
 
-def _run_writer(graph: Graph, run_dir: Path) -> tuple[str, Callable[[GraphWriter], None]]:
-    info = json.loads((run_dir / "run.json").read_text())
-    run_id = str(info["run_id"])
-    files_sha256 = run_files_sha256(run_dir)
-    steps = read_jsonl(run_dir / "steps.jsonl")
-    trajectories = read_jsonl(run_dir / "trajectories.jsonl")
+@dataclass(frozen=True)
+class _Run:
+    dir: Path
+    run_id: str
+    node: NodeRow
+    files_sha256: str
+    steps: bytes  # steps.jsonl, parsed as the batches are written
+    trajectories: list[dict[str, Any]]
+
+    def refuse(self, why: str) -> InputError:
+        return InputError(why, path=str(self.dir))
+
+
+class _NotInOrder(Exception):  # noqa: N818 -- a signal between two functions of this module, not an error
+    """steps.jsonl does not list the steps trajectory by trajectory in the order of trajectories.jsonl (as the
+    runner writes them), a trajectory has no steps, or a trajectory's steps are refused (read as a stream they may
+    be only the first of its steps): the streamed write is rolled back and the run is written again from the whole
+    file, grouped first, which says what is wrong with it, if anything."""
+
+
+def _read_run(graph: Graph, run_dir: Path) -> _Run:
+    files = {name: read_bytes(run_dir / name) for name in RUN_FILES}
+    try:
+        info = json.loads(files["run.json"])
+    except ValueError as exc:
+        raise InputError(f"run.json is not JSON ({exc})", path=str(run_dir)) from exc
+    trajectories = list(iter_jsonl(files["trajectories.jsonl"], run_dir / "trajectories.jsonl"))
     for rel, src, dst in WRITTEN_EDGES:
         graph.ontology.check_edge(rel, src, dst)
-    ordered = _ordered_steps(run_dir, trajectories, steps)
-    rows = []
-    for tr in trajectories:
-        tr_steps = ordered.get(tr["trajectory_id"], [])
-        rows.append({"task_id": tr["task_id"],
-                     # once per evidence object, as MERGE would (the environment answers a repeat as a duplicate)
-                     "requested": list(dict.fromkeys([s["evidence_id"] for s in tr_steps if s["outcome"] in ASKED])),
-                     "props": {"id": tr["trajectory_id"], "task_id": tr["task_id"], "pass_index": tr["pass_index"],
-                               "policy": tr["policy"], "end": tr["end"], "terminal_class": tr["terminal_class"],
-                               "payload": tr["payload"], "steps": tr["steps"],
-                               "step_action": [s.get("action") or "" for s in tr_steps],
-                               "step_outcome": [s["outcome"] for s in tr_steps],
-                               "step_evidence_id": [s.get("evidence_id") or "" for s in tr_steps]}})
-    run = NodeRow(run_id, (Label.RUN,), {**{k: info[k] for k in ("policy", "passes", "seed", "content_hash", "tasks")},
-                                         "files_sha256": files_sha256, "graph_shape": GRAPH_SHAPE})
-
-    def work(w: GraphWriter) -> None:
-        held = w.run("verifiers/run_held", run_id=run_id)
-        if (held and held[0]["files_sha256"] == files_sha256 and held[0]["graph_shape"] == GRAPH_SHAPE
-                and held[0]["attached"] == len(rows)):
-            return
-        w.run("verifiers/clear_run", run_id=run_id)
-        w.nodes([run])
-        for start in range(0, len(rows), BATCH_TRAJECTORIES):
-            batch = rows[start:start + BATCH_TRAJECTORIES]
-            evidence = sorted({e for r in batch for e in r["requested"]})
-            position = {e: k for k, e in enumerate(evidence)}
-            sent = [{**r, "requested": [position[e] for e in r["requested"]]} for r in batch]
-            done = w.run("verifiers/write_trajectories", run_id=run_id, rows=sent, evidence=evidence)[0]
-            asked = sum(len(r["requested"]) for r in batch)
-            if done["trajectories"] != len(batch) or done["requested"] != asked:
-                raise OntologyViolation(
-                    f"{run_dir}: {len(batch) - done['trajectories']} trajectories name a task and "
-                    f"{asked - done['requested']} steps an evidence id that is not in the graph (compile and score "
-                    "against the same graph)")
-    return run_id, work
-
-
-def _ordered_steps(run_dir: Path, trajectories: list[dict[str, Any]],
-                   steps: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Each trajectory's steps in the order of t, refusing what the batched CREATE and the step lists cannot
-    take: a trajectory id twice, steps of a trajectory that are not t = 0, 1, 2, ... once each, steps of a
-    trajectory the run does not list, a second terminal step, a summary whose terminal class or payload is not
-    its terminal step's (the graph keeps one copy of them), a terminal step without an action, a step without an
-    evidence id that says the environment answered a request, or a payload on a step that is not terminal."""
-    def refuse(why: str) -> InputError:
-        return InputError(why, path=str(run_dir))
-
-    by_trajectory: dict[str, list[dict[str, Any]]] = {}
-    for r in steps:
-        by_trajectory.setdefault(r["trajectory_id"], []).append(r)
+    files_sha256 = _digest(files)
+    run = _Run(run_dir, str(info["run_id"]), NodeRow(str(info["run_id"]), (Label.RUN,), {
+        **{k: info[k] for k in ("policy", "passes", "seed", "content_hash", "tasks")},
+        "files_sha256": files_sha256, "graph_shape": GRAPH_SHAPE}), files_sha256, files["steps.jsonl"], trajectories)
     ids = [tr["trajectory_id"] for tr in trajectories]
     if len(set(ids)) != len(ids):
-        raise refuse(f"trajectories.jsonl lists {sorted({i for i in ids if ids.count(i) > 1})[0]} more than once")
-    orphans = sorted(set(by_trajectory) - set(ids))
-    if orphans:
-        raise refuse(f"steps.jsonl holds steps of {orphans[0]}, which trajectories.jsonl does not list")
-    for tr in trajectories:
-        tid = tr["trajectory_id"]
-        rows = by_trajectory.get(tid, [])
+        raise run.refuse(f"trajectories.jsonl lists {sorted({i for i in ids if ids.count(i) > 1})[0]} more than once")
+    return run
+
+
+def _transact(graph: Graph, run: _Run, then: Callable[[GraphWriter], T]) -> T:
+    """The run written (unless the graph holds it already) and then `then`, in one transaction. The steps are
+    read as the batches go: while the server writes one batch, the next is parsed and built."""
+    def work(whole: bool) -> Callable[[GraphWriter], T]:
+        def write_then(w: GraphWriter) -> T:
+            _write(w, run, whole)
+            return then(w)
+        return write_then
+    with _no_gc():
+        try:
+            return graph.transact(work(whole=False))
+        except _NotInOrder:
+            return graph.transact(work(whole=True))
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cycle collector paused while the run's rows are built: they are thousands of small containers that all
+    stay alive until the commit, so each collection walks all of them again for nothing (about 15 % of the
+    Python side of a request_everything scoring)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _write(w: GraphWriter, run: _Run, whole: bool) -> None:
+    held = w.run("verifiers/run_held", run_id=run.run_id)
+    if (held and held[0]["files_sha256"] == run.files_sha256 and held[0]["graph_shape"] == GRAPH_SHAPE
+            and held[0]["attached"] == len(run.trajectories)):
+        return
+    w.run("verifiers/clear_run", run_id=run.run_id)
+    w.nodes([run.node])
+    pending: Callable[[], None] | None = None
+    trajectories = _steps_by_trajectory(run, whole)
+    while batch := list(itertools.islice(trajectories, BATCH_TRAJECTORIES)):
+        rows = [_row(tr, steps) for tr, steps in batch]
+        if pending is not None:
+            pending()
+        pending = _send(w, run, rows)
+    if pending is not None:
+        pending()
+
+
+def _row(tr: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"task_id": tr["task_id"],
+            # once per evidence object, as MERGE would (the environment answers a repeat as a duplicate)
+            "requested": list(dict.fromkeys([s["evidence_id"] for s in steps if s["outcome"] in ASKED])),
+            "props": {"id": tr["trajectory_id"], "task_id": tr["task_id"], "pass_index": tr["pass_index"],
+                      "policy": tr["policy"], "end": tr["end"], "terminal_class": tr["terminal_class"],
+                      "payload": tr["payload"], "steps": tr["steps"],
+                      "step_action": [s.get("action") or "" for s in steps],
+                      "step_outcome": [s["outcome"] for s in steps],
+                      "step_evidence_id": [s.get("evidence_id") or "" for s in steps]}}
+
+
+def _send(w: GraphWriter, run: _Run, rows: list[dict[str, Any]]) -> Callable[[], None]:
+    """One batch sent; what is returned waits for it and refuses the run when the graph lacks a task or an
+    evidence object it names."""
+    evidence = sorted({e for r in rows for e in r["requested"]})
+    position = {e: k for k, e in enumerate(evidence)}
+    sent = [{**r, "requested": [position[e] for e in r["requested"]]} for r in rows]
+    asked = sum(len(r["requested"]) for r in rows)
+    written = w.start("verifiers/write_trajectories", run_id=run.run_id, rows=sent, evidence=evidence)
+
+    def check() -> None:
+        done = written()[0]
+        if done["trajectories"] != len(rows) or done["requested"] != asked:
+            raise OntologyViolation(
+                f"{run.dir}: {len(rows) - done['trajectories']} trajectories name a task and "
+                f"{asked - done['requested']} steps an evidence id that is not in the graph (compile and score "
+                "against the same graph)")
+    return check
+
+
+def _steps_by_trajectory(run: _Run, whole: bool) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Each trajectory of trajectories.jsonl, in its order, with its steps checked and in the order of t.
+    Streamed (whole=False), steps.jsonl is parsed as the trajectories are taken, and _NotInOrder is raised where
+    it does not list them one after another in that order; whole, it is parsed and grouped first."""
+    path = run.dir / "steps.jsonl"
+    order = run.trajectories
+    position = {tr["trajectory_id"]: k for k, tr in enumerate(order)}
+    lines = iter_jsonl(run.steps, path)
+    if whole:
+        by_trajectory: dict[str, list[dict[str, Any]]] = {}
+        for r in lines:
+            by_trajectory.setdefault(r["trajectory_id"], []).append(r)
+        orphans = sorted(set(by_trajectory) - set(position))
+        if orphans:
+            raise _orphan(run, orphans[0])
+        for tr in order:
+            yield tr, _checked(run, tr, by_trajectory.get(tr["trajectory_id"], []))
+        return
+    def checked(tr: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        try:
+            return _checked(run, tr, rows)
+        except InputError:
+            raise _NotInOrder from None
+
+    k, current = 0, list[dict[str, Any]]()
+    for r in lines:
+        p = position.get(r["trajectory_id"])
+        if p is None:
+            raise _orphan(run, r["trajectory_id"])
+        if p != k:
+            if p != k + 1 or not current:
+                raise _NotInOrder
+            yield order[k], checked(order[k], current)
+            k, current = p, []
+        current.append(r)
+    if order:
+        if k != len(order) - 1 or not current:
+            raise _NotInOrder
+        yield order[k], checked(order[k], current)
+
+
+def _orphan(run: _Run, trajectory_id: str) -> InputError:
+    return run.refuse(f"steps.jsonl holds steps of {trajectory_id}, which trajectories.jsonl does not list")
+
+
+def _checked(run: _Run, tr: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A trajectory's steps in the order of t, refusing what the batched CREATE and the step lists cannot take:
+    steps that are not t = 0, 1, 2, ... once each, a second terminal step, a summary whose terminal class or
+    payload is not its terminal step's (the graph keeps one copy of them), a terminal step without an action, a
+    step without an evidence id that says the environment answered a request, or a payload on a step that is not
+    terminal."""
+    tid = tr["trajectory_id"]
+    ts = [r["t"] for r in rows]
+    if ts != list(range(len(ts))):  # the runner writes them in order: sort only when they are not
+        if any(type(t) is not int for t in ts):
+            raise run.refuse(f"steps.jsonl: a step of {tid} has a t that is not an integer ({ts[:8]})")
+        rows.sort(key=lambda r: r["t"])
         ts = [r["t"] for r in rows]
-        if ts != list(range(len(ts))):  # the runner writes them in order: sort only when they are not
-            if any(type(t) is not int for t in ts):
-                raise refuse(f"steps.jsonl: a step of {tid} has a t that is not an integer ({ts[:8]})")
-            rows.sort(key=lambda r: r["t"])
-            ts = [r["t"] for r in rows]
-            if len(set(ts)) != len(ts):
-                raise refuse(f"steps.jsonl holds a step of {tid} more than once")
-            if ts != list(range(len(ts))):
-                raise refuse(f"steps.jsonl: the steps of {tid} are not numbered 0, 1, 2, ... (t = {ts[:8]})")
-        terminal = None
-        for r in rows:
-            outcome = r["outcome"]
-            if outcome == "terminal":
-                if terminal is not None:
-                    raise refuse(f"steps.jsonl: {tid} has more than one terminal step (t = {terminal['t']}, {r['t']})")
-                terminal = r
-            elif r.get("payload") is not None:
-                raise refuse(f"steps.jsonl: step {r['t']} of {tid} carries a payload but is not terminal")
-            if outcome in ASKED and not r.get("evidence_id"):
-                raise refuse(f"steps.jsonl: step {r['t']} of {tid} is {outcome} but names no evidence id")
-        if terminal and not terminal.get("action"):
-            raise refuse(f"steps.jsonl: the terminal step of {tid} names no action")
-        ended = (terminal.get("action"), terminal.get("payload") or []) if terminal else (None, [])
-        if ended != (tr["terminal_class"], tr["payload"] or []):
-            raise refuse(f"trajectories.jsonl: {tid} ends with {tr['terminal_class']} {tr['payload']}, its steps "
+        if len(set(ts)) != len(ts):
+            raise run.refuse(f"steps.jsonl holds a step of {tid} more than once")
+        if ts != list(range(len(ts))):
+            raise run.refuse(f"steps.jsonl: the steps of {tid} are not numbered 0, 1, 2, ... (t = {ts[:8]})")
+    terminal = None
+    for r in rows:
+        outcome = r["outcome"]
+        if outcome == "terminal":
+            if terminal is not None:
+                raise run.refuse(f"steps.jsonl: {tid} has more than one terminal step (t = {terminal['t']}, {r['t']})")
+            terminal = r
+        elif r.get("payload") is not None:
+            raise run.refuse(f"steps.jsonl: step {r['t']} of {tid} carries a payload but is not terminal")
+        if outcome in ASKED and not r.get("evidence_id"):
+            raise run.refuse(f"steps.jsonl: step {r['t']} of {tid} is {outcome} but names no evidence id")
+    if terminal is not None and not terminal.get("action"):
+        raise run.refuse(f"steps.jsonl: the terminal step of {tid} names no action")
+    ended = (terminal.get("action"), terminal.get("payload") or []) if terminal is not None else (None, [])
+    if ended != (tr["terminal_class"], tr["payload"] or []):
+        raise run.refuse(f"trajectories.jsonl: {tid} ends with {tr['terminal_class']} {tr['payload']}, its steps "
                          f"with {ended[0]} {ended[1]}")
-    return by_trajectory
+    return rows

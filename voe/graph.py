@@ -291,11 +291,19 @@ class GraphWriter:
         self.held: set[str] = set()  # ids `nodes(create=True)` found in the graph already (and so MERGEd)
 
     def run(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        return self.start(name, **params)()
+
+    def start(self, name: str, **params: Any) -> Callable[[], list[dict[str, Any]]]:
+        """Send a named query and return what waits for its rows: the server runs the query while the caller
+        prepares the next one (the driver reads a result when asked, or when the next query is sent)."""
         params = {k: _Quiet(v) if type(v) is list and len(v) > 8 else v for k, v in params.items()}
         result = self._tx.run(queries.load(name), params)
-        records = [_row(r) for r in result]
-        self.counts.add(result.consume().counters)
-        return records
+
+        def rows() -> list[dict[str, Any]]:
+            records = [_row(r) for r in result]
+            self.counts.add(result.consume().counters)
+            return records
+        return rows
 
     def nodes(self, rows: Sequence[NodeRow], create: bool = False) -> set[str]:
         """Upsert nodes by id. With `create`, the ids the graph does not hold yet are CREATEd (cheaper than

@@ -4,7 +4,7 @@ read (an input error, exit 2), and the package's byte-stable writer (sorted keys
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,23 +22,32 @@ _LONG_RUN = b"0" * 19
 def read_jsonl(path: Path) -> list[Any]:
     """One value per non-blank line. orjson parses (a run's steps file holds every observation: tens of MB);
     a line it refuses that Python's json reads (NaN, Infinity) is read by json."""
+    return list(iter_jsonl(read_bytes(path), path))
+
+
+def read_bytes(path: Path) -> bytes:
+    """A file's bytes, or an input error naming it."""
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror or exc})", path=str(path)) from exc
-    rows = []
+
+
+def iter_jsonl(data: bytes, path: Path) -> Iterator[Any]:
+    """read_jsonl over bytes already read, a value at a time (a caller can act on the first lines before the
+    last are parsed); `path` names the file in errors."""
     any_long = _long_digits(data)
     for n, line in enumerate(data.split(b"\n"), 1):
         if not line.strip():
             continue
         if any_long and _long_digits(line):  # orjson reads an integer beyond 64 bits as a float; json keeps it
-            rows.append(_slow_line(line, n, path))
+            yield _slow_line(line, n, path)
             continue
         try:
-            rows.append(orjson.loads(line))
+            value = orjson.loads(line)
         except orjson.JSONDecodeError:
-            rows.append(_slow_line(line, n, path))
-    return rows
+            value = _slow_line(line, n, path)
+        yield value
 
 
 def _long_digits(data: bytes) -> bool:

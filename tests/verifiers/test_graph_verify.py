@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from replay.runner import run_policy
+from verifiers import graph_verify
 from verifiers.graph_verify import run_files_sha256, verify_run, write_run
 from voe.errors import InputError, OntologyViolation
 from voe.graph import EdgeRow, Graph, NodeRow
@@ -90,6 +91,66 @@ def test_the_batched_write_makes_the_generic_writers_graph(package: Path, _sessi
     steps.write_text("".join(reversed(steps.read_text().splitlines(keepends=True))))
     write_run(graph, tmp_path / "request_everything")
     assert _shape(graph, run_id) == generic
+
+
+def test_steps_in_any_order_give_the_same_graph_streamed_or_grouped_first(
+        package: Path, _session_graph: Graph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """steps.jsonl as the runner writes it (trajectory by trajectory, in the order of trajectories.jsonl) is parsed
+    batch by batch as the batches are written; any other order, and a trajectory without steps, is rolled back
+    and written from the whole file grouped first. Both give the generic writer's graph."""
+    graph = _session_graph
+    monkeypatch.setattr("verifiers.graph_verify.BATCH_TRAJECTORIES", 7)  # several batches
+    run = tmp_path / "run"
+    run_policy(package, "random", 2, 3, run)
+    run_id = _generic_write(graph, run)
+    generic = _shape(graph, run_id)
+    trajectories = (run / "trajectories.jsonl").read_text().splitlines(keepends=True)
+    assert len(trajectories) > 3 * 7
+    streamed = []  # which path wrote it: the whole-file path is taken only after the streamed one gave up
+    real = graph_verify._steps_by_trajectory
+    monkeypatch.setattr("verifiers.graph_verify._steps_by_trajectory",
+                        lambda r, whole: (streamed.append(not whole), real(r, whole))[1])
+    steps = (run / "steps.jsonl").read_text().splitlines(keepends=True)
+    tid = [json.loads(x)["trajectory_id"] for x in steps]
+    swap = next(n for n in range(1, len(steps) - 1) if tid[n] != tid[n + 1] and tid[n - 1] == tid[n])
+    interleaved = [*steps[:swap], steps[swap + 1], steps[swap], *steps[swap + 2:]]
+    for order, lines, paths in (("as written", steps, [True]), ("interleaved", interleaved, [True, False]),
+                                ("reversed", steps[::-1], [True, False])):
+        (run / "steps.jsonl").write_text("".join(lines))
+        streamed.clear()
+        graph.execute("verifiers/clear_run", run_id=run_id)
+        write_run(graph, run)
+        assert (order, _shape(graph, run_id)) == (order, generic)
+        assert (order, streamed) == (order, paths)
+    # a trajectory that ended without a terminal step and has no steps at all
+    first = json.loads(trajectories[0])
+    (run / "trajectories.jsonl").write_text("".join([_with(trajectories[0], terminal_class=None, payload=None, end="budget",
+                                                           steps=0) + "\n", *trajectories[1:]]))
+    (run / "steps.jsonl").write_text("".join(x for x in steps if json.loads(x)["trajectory_id"] != first["trajectory_id"]))
+    graph.execute("verifiers/clear_run", run_id=run_id)
+    generic = _shape(graph, _generic_write(graph, run))
+    streamed.clear()
+    write_run(graph, run)
+    assert _shape(graph, run_id) == generic and streamed == [True, False]
+    assert [r["tr"]["step_outcome"] for r in generic if r["tr"]["id"] == first["trajectory_id"]] == [[]]
+
+
+def test_an_error_in_the_last_batch_rolls_back_the_earlier_ones(
+        package: Path, _session_graph: Graph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batches are written as the steps are read, in one transaction: a step refused near the end leaves the
+    graph's earlier copy of the run as it was, not cleared and not half rewritten."""
+    graph = _session_graph
+    monkeypatch.setattr("verifiers.graph_verify.BATCH_TRAJECTORIES", 5)
+    run = tmp_path / "run"
+    run_policy(package, "reference", 1, 0, run)
+    run_id = write_run(graph, run)
+    before = _shape(graph, run_id)
+    steps = (run / "steps.jsonl").read_text().splitlines()
+    assert json.loads(steps[-1])["outcome"] == "terminal" and len(before) > 3 * 5
+    (run / "steps.jsonl").write_text("\n".join([*steps[:-1], _with(steps[-1], action=None)]) + "\n")
+    with pytest.raises(InputError, match="the terminal step of .* names no action"):
+        write_run(graph, run)
+    assert _shape(graph, run_id) == before
 
 
 def _held(graph: Graph, run_id: str) -> tuple[str, int, int, int]:
@@ -185,10 +246,12 @@ def test_a_run_scored_in_the_step_node_shape_is_rewritten_in_the_list_shape(pack
         assert session.run("MATCH (s:Step) RETURN count(s) AS n").single()["n"] == 0  # type: ignore[index]
 
 
-def test_a_run_whose_files_disagree_is_an_input_error_before_anything_is_written(package: Path, tmp_path: Path,
-                                                                                _session_graph: Graph) -> None:
+def test_a_run_whose_files_disagree_is_an_input_error_and_nothing_of_it_is_written(package: Path, tmp_path: Path,
+                                                                                   _session_graph: Graph) -> None:
     run = tmp_path / "run"
     run_policy(package, "reference", 1, 0, run)  # a request, then a terminal step
+    run_id = json.loads((run / "run.json").read_text())["run_id"]
+    _session_graph.execute("verifiers/clear_run", run_id=run_id)
     trajectories = (run / "trajectories.jsonl").read_text().splitlines()
     steps = (run / "steps.jsonl").read_text().splitlines()
     last = steps[-1]  # a trajectory's terminal step, written last: a copy at the next t is a second terminal step
@@ -214,3 +277,4 @@ def test_a_run_whose_files_disagree_is_an_input_error_before_anything_is_written
         (run / "steps.jsonl").write_text("\n".join(step_lines) + "\n")
         with pytest.raises(InputError, match=message):
             write_run(_session_graph, run)
+        assert (message, _shape(_session_graph, run_id)) == (message, [])
