@@ -105,9 +105,10 @@ class _Run:
 
 class _NotInOrder(Exception):  # noqa: N818 -- a signal between two functions of this module, not an error
     """steps.jsonl does not list the steps trajectory by trajectory in the order of trajectories.jsonl (as the
-    runner writes them), a trajectory has no steps, or a trajectory's steps are refused (read as a stream they may
-    be only the first of its steps): the streamed write is rolled back and the run is written again from the whole
-    file, grouped first, which says what is wrong with it, if anything."""
+    runner writes them), a trajectory has no steps, a trajectory's steps are refused (read as a stream they may be
+    only the first of its steps), a step names a trajectory the run does not list, or a batch names a task or
+    evidence the graph lacks: the streamed write is rolled back and the run is written again from the whole file,
+    every step checked before the first write, so that the input error, if there is one, is the one reported."""
 
 
 def _read_run(graph: Graph, run_dir: Path) -> _Run:
@@ -116,7 +117,14 @@ def _read_run(graph: Graph, run_dir: Path) -> _Run:
         info = json.loads(files["run.json"])
     except ValueError as exc:
         raise InputError(f"run.json is not JSON ({exc})", path=str(run_dir)) from exc
+    missing = sorted(RUN_KEYS - info.keys()) if isinstance(info, dict) else sorted(RUN_KEYS)
+    if missing:
+        raise InputError(f"run.json is not a voe run record (no {', '.join(missing)})", path=str(run_dir))
     trajectories = list(iter_jsonl(files["trajectories.jsonl"], run_dir / "trajectories.jsonl"))
+    for n, tr in enumerate(trajectories, 1):
+        why = _summary_problem(tr)
+        if why:
+            raise InputError(f"trajectories.jsonl: summary {n} {why}", path=str(run_dir))
     for rel, src, dst in WRITTEN_EDGES:
         graph.ontology.check_edge(rel, src, dst)
     files_sha256 = _digest(files)
@@ -141,7 +149,8 @@ def _transact(graph: Graph, run: _Run, then: Callable[[GraphWriter], T]) -> T:
         try:
             return graph.transact(work(whole=False))
         except _NotInOrder:
-            return graph.transact(work(whole=True))
+            pass  # written again below, outside this handler: the streamed attempt's parse state is let go first
+        return graph.transact(work(whole=True))
 
 
 @contextmanager
@@ -170,10 +179,21 @@ def _write(w: GraphWriter, run: _Run, whole: bool) -> None:
     while batch := list(itertools.islice(trajectories, BATCH_TRAJECTORIES)):
         rows = [_row(tr, steps) for tr, steps in batch]
         if pending is not None:
-            pending()
+            _wait(pending, whole)
         pending = _send(w, run, rows)
     if pending is not None:
+        _wait(pending, whole)
+
+
+def _wait(pending: Callable[[], None], whole: bool) -> None:
+    """A batch's result. Streamed, a task or evidence the graph lacks sends the run to the whole-file path: a step
+    further on that the run's files get wrong is the error to report, not what the graph lacks."""
+    try:
         pending()
+    except OntologyViolation:
+        if whole:
+            raise
+        raise _NotInOrder from None
 
 
 def _row(tr: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
@@ -210,11 +230,11 @@ def _send(w: GraphWriter, run: _Run, rows: list[dict[str, Any]]) -> Callable[[],
 def _steps_by_trajectory(run: _Run, whole: bool) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """Each trajectory of trajectories.jsonl, in its order, with its steps checked and in the order of t.
     Streamed (whole=False), steps.jsonl is parsed as the trajectories are taken, and _NotInOrder is raised where
-    it does not list them one after another in that order; whole, it is parsed and grouped first."""
+    it does not list them one after another in that order; whole, it is parsed, grouped and checked first."""
     path = run.dir / "steps.jsonl"
     order = run.trajectories
     position = {tr["trajectory_id"]: k for k, tr in enumerate(order)}
-    lines = iter_jsonl(run.steps, path)
+    lines = (_step(run, n, r) for n, r in enumerate(iter_jsonl(run.steps, path), 1))
     if whole:
         by_trajectory: dict[str, list[dict[str, Any]]] = {}
         for r in lines:
@@ -222,8 +242,9 @@ def _steps_by_trajectory(run: _Run, whole: bool) -> Iterator[tuple[dict[str, Any
         orphans = sorted(set(by_trajectory) - set(position))
         if orphans:
             raise _orphan(run, orphans[0])
-        for tr in order:
-            yield tr, _checked(run, tr, by_trajectory.get(tr["trajectory_id"], []))
+        # every trajectory checked before the first is written (an input error is reported before what the
+        # graph lacks)
+        yield from [(tr, _checked(run, tr, by_trajectory.get(tr["trajectory_id"], []))) for tr in order]
         return
     def checked(tr: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         try:
@@ -235,7 +256,7 @@ def _steps_by_trajectory(run: _Run, whole: bool) -> Iterator[tuple[dict[str, Any
     for r in lines:
         p = position.get(r["trajectory_id"])
         if p is None:
-            raise _orphan(run, r["trajectory_id"])
+            raise _NotInOrder  # the whole-file path names the first such trajectory in id order
         if p != k:
             if p != k + 1 or not current:
                 raise _NotInOrder
@@ -246,6 +267,36 @@ def _steps_by_trajectory(run: _Run, whole: bool) -> Iterator[tuple[dict[str, Any
         if k != len(order) - 1 or not current:
             raise _NotInOrder
         yield order[k], checked(order[k], current)
+
+
+RUN_KEYS = frozenset({"run_id", "policy", "passes", "seed", "content_hash", "tasks"})
+SUMMARY_KEYS = frozenset({"trajectory_id", "task_id", "pass_index", "policy", "end", "terminal_class", "payload",
+                          "steps"})
+
+
+def _summary_problem(tr: Any) -> str | None:
+    """What makes a line of trajectories.jsonl unwritable as a Trajectory node, if anything."""
+    if not isinstance(tr, dict):
+        return "is not a JSON object"
+    missing = sorted(SUMMARY_KEYS - tr.keys())
+    if missing:
+        return f"has no {', '.join(missing)}"
+    if not isinstance(tr["trajectory_id"], str) or not isinstance(tr["task_id"], str):
+        return "has a trajectory_id or task_id that is not a string"
+    payload = tr["payload"]
+    if payload is not None and not (isinstance(payload, list) and all(isinstance(p, str) for p in payload)):
+        return f"of {tr['trajectory_id']} has a payload that is not a list of ids"
+    return None
+
+
+def _step(run: _Run, n: int, r: Any) -> dict[str, Any]:
+    """A line of steps.jsonl, refused by its position when it is not a step the step lists can hold."""
+    if not isinstance(r, dict) or not isinstance(r.get("trajectory_id"), str) or "t" not in r:
+        raise run.refuse(f"steps.jsonl: step {n} is not a step (a JSON object with a trajectory_id and a t)")
+    if not isinstance(r.get("outcome"), str) or not all(
+            r.get(k) is None or isinstance(r[k], str) for k in ("action", "evidence_id")):
+        raise run.refuse(f"steps.jsonl: step {n} has an outcome, action or evidence_id that is not a string")
+    return r
 
 
 def _orphan(run: _Run, trajectory_id: str) -> InputError:

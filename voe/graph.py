@@ -295,7 +295,8 @@ class GraphWriter:
 
     def start(self, name: str, **params: Any) -> Callable[[], list[dict[str, Any]]]:
         """Send a named query and return what waits for its rows: the server runs the query while the caller
-        prepares the next one (the driver reads a result when asked, or when the next query is sent)."""
+        prepares the next one. Call it before starting another query in the transaction: the driver would read the
+        earlier result itself then, and an error of that query would surface from the later one."""
         params = {k: _Quiet(v) if type(v) is list and len(v) > 8 else v for k, v in params.items()}
         result = self._tx.run(queries.load(name), params)
 

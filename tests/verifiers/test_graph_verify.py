@@ -206,6 +206,25 @@ def test_a_run_naming_a_task_the_graph_lacks_is_refused_whole(package: Path, _se
     assert _shape(_session_graph, run_id) == []  # nothing of the run was written
 
 
+def test_a_step_the_files_get_wrong_is_reported_before_a_task_the_graph_lacks(
+        package: Path, _session_graph: Graph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first batch is sent before the last steps are read: its missing task must not hide the input error
+    further on (an input error is exit 2, a graph that lacks the task exit 1)."""
+    monkeypatch.setattr("verifiers.graph_verify.BATCH_TRAJECTORIES", 3)
+    run = tmp_path / "run"
+    run_policy(package, "reference", 1, 0, run)
+    lines = (run / "trajectories.jsonl").read_text().splitlines()
+    (run / "trajectories.jsonl").write_text("\n".join([_with(lines[0], task_id="task:not-in-the-graph"), *lines[1:]])
+                                            + "\n")
+    steps = (run / "steps.jsonl").read_text().splitlines()
+    (run / "steps.jsonl").write_text("\n".join([*steps[:-1], _with(steps[-1], action=None)]) + "\n")
+    with pytest.raises(InputError, match="the terminal step of .* names no action"):
+        write_run(_session_graph, run)
+    (run / "steps.jsonl").write_text("\n".join(steps) + "\n")  # with the steps mended, the task is what is wrong
+    with pytest.raises(OntologyViolation, match="1 trajectories name a task"):
+        write_run(_session_graph, run)
+
+
 def test_a_run_naming_evidence_the_graph_lacks_is_refused_whole(package: Path, _session_graph: Graph,
                                                                 tmp_path: Path) -> None:
     """Evidence is looked up once per batch and named by position: a missing one must not shift the others onto
@@ -269,6 +288,14 @@ def test_a_run_whose_files_disagree_is_an_input_error_and_nothing_of_it_is_writt
                  trajectories, [_with(x, action=None) if json.loads(x)["outcome"] == "terminal" else x
                                 for x in steps]),
              "more than one terminal step": (trajectories, steps + [_with(last, t=last_t + 1)]),
+             "summary 2 is not a JSON object": ([trajectories[0], "[1, 2]", *trajectories[2:]], steps),
+             "summary 1 has no end, task_id": ([json.dumps({k: v for k, v in json.loads(trajectories[0]).items()
+                                                            if k not in ("task_id", "end")}), *trajectories[1:]], steps),
+             "has a payload that is not a list of ids": ([_with(trajectories[0], payload=[{"id": 1}]),
+                                                         *trajectories[1:]], steps),
+             "step 2 is not a step": (trajectories, [steps[0], "42", *steps[1:]]),
+             "step 1 has an outcome, action or evidence_id that is not a string": (
+                 trajectories, [_with(steps[0], action={"name": "x"}), *steps[1:]]),
              "carries a payload but is not terminal": (
                  trajectories, [_with(x, payload=["ev"]) if json.loads(x)["outcome"] != "terminal" else x
                                 for x in steps])}
