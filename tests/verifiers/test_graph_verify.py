@@ -245,6 +245,27 @@ def _with(line: str, **changes: Any) -> str:
     return json.dumps({**json.loads(line), **changes})
 
 
+def test_trajectories_left_by_a_run_node_deleted_by_hand_are_replaced(package: Path, _session_graph: Graph,
+                                                                      tmp_path: Path) -> None:
+    """A Run deleted in the Browser (DETACH DELETE) leaves its trajectories: scoring the run again must replace
+    them, not stop on the id constraint, and must leave other runs' trajectories alone."""
+    graph = _session_graph
+    run, other = tmp_path / "run", tmp_path / "other"
+    run_policy(package, "reference", 1, 0, run)
+    run_policy(package, "random", 1, 0, other)
+    run_id, other_id = write_run(graph, run), write_run(graph, other)
+    expected, kept = _shape(graph, run_id), _shape(graph, other_id)
+    with graph._driver.session(database=graph.settings.database) as session:
+        session.run("MATCH (run:Run {id: $run_id}) DETACH DELETE run", run_id=run_id).consume()
+    trajectories = len({r["tr"]["id"] for r in expected})
+    assert len(verify_run(graph, run)) == trajectories
+    assert _shape(graph, run_id) == expected and _shape(graph, other_id) == kept
+    with graph._driver.session(database=graph.settings.database) as session:
+        left = session.run("MATCH (tr:Trajectory) WHERE tr.id STARTS WITH $run_id + '/' RETURN count(tr) AS n",
+                           run_id=run_id).single()
+    assert left is not None and left["n"] == trajectories
+
+
 def test_a_run_scored_in_the_step_node_shape_is_rewritten_in_the_list_shape(package: Path, _session_graph: Graph,
                                                                             tmp_path: Path) -> None:
     """A graph scored before issue 13 holds a Step node per step; scoring the same files again must not keep that
