@@ -4,18 +4,17 @@ ATTEMPTS, REQUESTED) and run the verifier as one Cypher batch over all of them
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import itertools
 import json
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from voe import collector
 from voe.errors import InputError, OntologyViolation
 from voe.graph import Graph, GraphWriter, NodeRow
 from voe.jsonl import iter_jsonl, read_bytes
@@ -145,26 +144,12 @@ def _transact(graph: Graph, run: _Run, then: Callable[[GraphWriter], T]) -> T:
             _write(w, run, whole)
             return then(w)
         return write_then
-    with _no_gc():
+    with collector.relaxed():  # the rows in flight are thousands of small containers that live until the commit
         try:
             return graph.transact(work(whole=False))
         except _NotInOrder:
             pass  # written again below, outside this handler: the streamed attempt's parse state is let go first
         return graph.transact(work(whole=True))
-
-
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """The cycle collector paused while the run's rows are built: they are thousands of small containers that all
-    stay alive until the commit, so each collection walks all of them again for nothing (about 15 % of the
-    Python side of a request_everything scoring)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _write(w: GraphWriter, run: _Run, whole: bool) -> None:
