@@ -34,9 +34,14 @@ class Verdict(BaseModel):
 WRITTEN_EDGES = ((Rel.IN_RUN, Label.TRAJECTORY, Label.RUN), (Rel.ATTEMPTS, Label.TRAJECTORY, Label.TASK),
                  (Rel.REQUESTED, Label.TRAJECTORY, Label.EVIDENCE))
 BATCH_TRAJECTORIES = 300
-# How a run's trajectories sit in the graph, kept on the Run node: a run written in another shape (shape 1 had a
-# Step node per step, with HAS_STEP, REQUESTED and TERMINATED_WITH edges) is rewritten even from the same files.
-GRAPH_SHAPE = 2
+# The first and the last batch are small: the server starts writing while the second is built, and the verifier
+# query, which waits for the last batch's write, waits for a short one.
+EDGE_BATCH_TRAJECTORIES = 50
+# How a run's trajectories sit in the graph, kept on the Run node: a run written in another shape is rewritten even
+# from the same files. Shape 1 had a Step node per step, with HAS_STEP, REQUESTED and TERMINATED_WITH edges; shape 2
+# folded the steps into list properties of the trajectory; shape 3 drops the trajectory's copies of what the graph
+# holds once elsewhere (task_id: its ATTEMPTS edge; policy: its Run; steps: the length of its step lists).
+GRAPH_SHAPE = 3
 T = TypeVar("T")
 ASKED = ("revealed", "unavailable")  # the outcomes of a request the environment answered
 
@@ -161,13 +166,26 @@ def _write(w: GraphWriter, run: _Run, whole: bool) -> None:
     w.nodes([run.node])
     pending: Callable[[], None] | None = None
     trajectories = _steps_by_trajectory(run, whole)
-    while batch := list(itertools.islice(trajectories, BATCH_TRAJECTORIES)):
-        rows = [_row(tr, steps) for tr, steps in batch]
+    for size in _batch_sizes(len(run.trajectories)):
+        rows = [_row(tr, steps) for tr, steps in itertools.islice(trajectories, size)]
         if pending is not None:
             _wait(pending, whole)
         pending = _send(w, run, rows)
+    # every trajectory is in a batch: read to its end, the generator checks what is left of steps.jsonl (the steps
+    # of a run that lists no trajectories, say)
+    assert not list(trajectories)
     if pending is not None:
         _wait(pending, whole)
+
+
+def _batch_sizes(n: int) -> list[int]:
+    """How many trajectories each batch of a run of `n` takes: EDGE_BATCH_TRAJECTORIES first and last,
+    BATCH_TRAJECTORIES in between."""
+    edge = min(EDGE_BATCH_TRAJECTORIES, BATCH_TRAJECTORIES)
+    if n <= 2 * edge:
+        return [size for size in (min(n, edge), n - min(n, edge)) if size]
+    middle = n - 2 * edge
+    return [edge, *[min(BATCH_TRAJECTORIES, middle - k) for k in range(0, middle, BATCH_TRAJECTORIES)], edge]
 
 
 def _wait(pending: Callable[[], None], whole: bool) -> None:
@@ -185,9 +203,10 @@ def _row(tr: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
     return {"task_id": tr["task_id"],
             # once per evidence object, as MERGE would (the environment answers a repeat as a duplicate)
             "requested": list(dict.fromkeys([s["evidence_id"] for s in steps if s["outcome"] in ASKED])),
-            "props": {"id": tr["trajectory_id"], "task_id": tr["task_id"], "pass_index": tr["pass_index"],
-                      "policy": tr["policy"], "end": tr["end"], "terminal_class": tr["terminal_class"],
-                      "payload": tr["payload"], "steps": tr["steps"],
+            # every property a trajectory holds costs its commit (a third of `voe score` for request_everything):
+            # what the graph holds elsewhere is not copied here (GRAPH_SHAPE)
+            "props": {"id": tr["trajectory_id"], "pass_index": tr["pass_index"], "end": tr["end"],
+                      "terminal_class": tr["terminal_class"], "payload": tr["payload"],
                       "step_action": [s.get("action") or "" for s in steps],
                       "step_outcome": [s["outcome"] for s in steps],
                       "step_evidence_id": [s.get("evidence_id") or "" for s in steps]}}
@@ -292,8 +311,9 @@ def _checked(run: _Run, tr: dict[str, Any], rows: list[dict[str, Any]]) -> list[
     """A trajectory's steps in the order of t, refusing what the batched CREATE and the step lists cannot take:
     steps that are not t = 0, 1, 2, ... once each, a second terminal step, a summary whose terminal class or
     payload is not its terminal step's (the graph keeps one copy of them), a terminal step without an action, a
-    step without an evidence id that says the environment answered a request, or a payload on a step that is not
-    terminal."""
+    step without an evidence id that says the environment answered a request, a payload on a step that is not
+    terminal, or a summary whose step count or policy is not its steps' and its run's (the graph keeps the steps
+    and the run's policy, not the summary's copies)."""
     tid = tr["trajectory_id"]
     ts = [r["t"] for r in rows]
     if ts != list(range(len(ts))):  # the runner writes them in order: sort only when they are not
@@ -322,4 +342,9 @@ def _checked(run: _Run, tr: dict[str, Any], rows: list[dict[str, Any]]) -> list[
     if ended != (tr["terminal_class"], tr["payload"] or []):
         raise run.refuse(f"trajectories.jsonl: {tid} ends with {tr['terminal_class']} {tr['payload']}, its steps "
                          f"with {ended[0]} {ended[1]}")
+    if tr["steps"] != len(rows):
+        raise run.refuse(f"trajectories.jsonl: {tid} counts {tr['steps']} steps, steps.jsonl holds {len(rows)}")
+    if tr["policy"] != run.node.props["policy"]:
+        raise run.refuse(f"trajectories.jsonl: {tid} is of policy {tr['policy']}, the run of "
+                         f"{run.node.props['policy']}")
     return rows

@@ -34,7 +34,7 @@ def _generic_write(graph: Graph, run_dir: Path) -> str:
     info = json.loads((run_dir / "run.json").read_text())
     run_id = info["run_id"]
     nodes = [NodeRow(run_id, (Label.RUN,), {**{k: info[k] for k in ("policy", "passes", "seed", "content_hash", "tasks")},
-                                            "files_sha256": "written by the generic writer", "graph_shape": 2})]
+                                            "files_sha256": "written by the generic writer", "graph_shape": 3})]
     edges: list[EdgeRow] = []
     steps: dict[str, list[dict[str, Any]]] = {}
     for s in read_jsonl(run_dir / "steps.jsonl"):
@@ -43,8 +43,8 @@ def _generic_write(graph: Graph, run_dir: Path) -> str:
         tid = tr["trajectory_id"]
         own = sorted(steps.get(tid, []), key=lambda x: x["t"])
         nodes.append(NodeRow(tid, (Label.TRAJECTORY,), {
-            "task_id": tr["task_id"], "pass_index": tr["pass_index"], "policy": tr["policy"], "end": tr["end"],
-            "terminal_class": tr["terminal_class"], "payload": tr["payload"], "steps": tr["steps"],
+            "pass_index": tr["pass_index"], "end": tr["end"], "terminal_class": tr["terminal_class"],
+            "payload": tr["payload"],
             "step_action": [s["action"] or "" for s in own], "step_outcome": [s["outcome"] for s in own],
             "step_evidence_id": [s["evidence_id"] or "" for s in own]}))
         edges.append(EdgeRow(Rel.IN_RUN, tid, Label.TRAJECTORY, run_id, Label.RUN))
@@ -286,6 +286,25 @@ def test_a_run_scored_in_the_step_node_shape_is_rewritten_in_the_list_shape(pack
         assert session.run("MATCH (s:Step) RETURN count(s) AS n").single()["n"] == 0  # type: ignore[index]
 
 
+def test_a_run_scored_in_shape_2_loses_the_copies_shape_3_leaves_out(package: Path, _session_graph: Graph,
+                                                                     tmp_path: Path) -> None:
+    """Shape 2 kept task_id, policy and the step count on every trajectory; scoring the same files again writes
+    the run in shape 3, without them."""
+    graph = _session_graph
+    run = tmp_path / "run"
+    run_policy(package, "request_everything", 1, 0, run)
+    run_id = write_run(graph, run)
+    expected = _shape(graph, run_id)
+    assert expected and not any({"task_id", "policy", "steps"} & r["tr"].keys() for r in expected)
+    with graph._driver.session(database=graph.settings.database) as session:  # what shape 2 wrote
+        session.run("MATCH (run:Run {id: $run_id})<-[:IN_RUN]-(tr:Trajectory)-[:ATTEMPTS]->(t:Task) "
+                    "SET tr.task_id = t.id, tr.policy = run.policy, tr.steps = size(tr.step_action), "
+                    "run.graph_shape = 2", run_id=run_id).consume()
+    assert _shape(graph, run_id) != expected
+    write_run(graph, run)
+    assert _shape(graph, run_id) == expected
+
+
 def test_a_run_whose_files_disagree_is_an_input_error_and_nothing_of_it_is_written(package: Path, tmp_path: Path,
                                                                                    _session_graph: Graph) -> None:
     run = tmp_path / "run"
@@ -309,6 +328,9 @@ def test_a_run_whose_files_disagree_is_an_input_error_and_nothing_of_it_is_writt
                  trajectories, [_with(x, action=None) if json.loads(x)["outcome"] == "terminal" else x
                                 for x in steps]),
              "more than one terminal step": (trajectories, steps + [_with(last, t=last_t + 1)]),
+             "counts 99 steps, steps.jsonl holds": ([_with(trajectories[0], steps=99), *trajectories[1:]], steps),
+             "is of policy someone_else, the run of reference": (
+                 [*trajectories[:-1], _with(trajectories[-1], policy="someone_else")], steps),
              "summary 2 is not a JSON object": ([trajectories[0], "[1, 2]", *trajectories[2:]], steps),
              "summary 1 has no end, task_id": ([json.dumps({k: v for k, v in json.loads(trajectories[0]).items()
                                                             if k not in ("task_id", "end")}), *trajectories[1:]], steps),
