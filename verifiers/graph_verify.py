@@ -136,6 +136,13 @@ def _read_run(graph: Graph, run_dir: Path) -> _Run:
         **{k: info[k] for k in ("policy", "passes", "seed", "content_hash", "tasks")},
         "files_sha256": files_sha256, "graph_shape": GRAPH_SHAPE}), files_sha256, files["steps.jsonl"], trajectories)
     ids = [tr["trajectory_id"] for tr in trajectories]
+    # the runner names a trajectory by its run, task and pass: an id without its run's name in front (a run.json
+    # edited by hand) would be another run's trajectory to the graph's id constraint
+    prefix = run.run_id + "/"
+    stray = next((i for i in ids if not i.startswith(prefix)), None)
+    if stray is not None:
+        raise run.refuse(f"trajectories.jsonl lists {stray}, which is not a trajectory of {run.run_id} (its id "
+                         f"does not begin with {prefix})")
     if len(set(ids)) != len(ids):
         raise run.refuse(f"trajectories.jsonl lists {sorted({i for i in ids if ids.count(i) > 1})[0]} more than once")
     return run
@@ -168,9 +175,12 @@ def _write(w: GraphWriter, run: _Run, whole: bool) -> None:
     trajectories = _steps_by_trajectory(run, whole)
     for size in _batch_sizes(len(run.trajectories)):
         rows = [_row(tr, steps) for tr, steps in itertools.islice(trajectories, size)]
+        # sent before the previous batch's result is read: the server goes on to this batch the moment it is done
+        # with that one (the driver keeps the earlier result's rows for _wait)
+        sent = _send(w, run, rows)
         if pending is not None:
             _wait(pending, whole)
-        pending = _send(w, run, rows)
+        pending = sent
     # every trajectory is in a batch: read to its end, the generator checks what is left of steps.jsonl (the steps
     # of a run that lists no trajectories, say)
     assert not list(trajectories)

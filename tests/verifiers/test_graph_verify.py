@@ -328,6 +328,9 @@ def test_a_run_whose_files_disagree_is_an_input_error_and_nothing_of_it_is_writt
                  trajectories, [_with(x, action=None) if json.loads(x)["outcome"] == "terminal" else x
                                 for x in steps]),
              "more than one terminal step": (trajectories, steps + [_with(last, t=last_t + 1)]),
+             "which is not a trajectory of run:reference": (
+                 [*trajectories[:2], _with(trajectories[2], trajectory_id="run:other/" + json.loads(trajectories[2])[
+                     "trajectory_id"]), *trajectories[3:]], steps),
              "counts 99 steps, steps.jsonl holds": ([_with(trajectories[0], steps=99), *trajectories[1:]], steps),
              "is of policy someone_else, the run of reference": (
                  [*trajectories[:-1], _with(trajectories[-1], policy="someone_else")], steps),
