@@ -24,7 +24,10 @@ import http.client
 import os
 import re
 import shutil
+import socket
+import ssl
 import threading
+import time
 import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
@@ -207,6 +210,21 @@ def verify(lib: Path, lock: JarLock) -> None:
         )
 
 
+# Waits before the second and third try of a jar whose download failed on the way (a name lookup, a reset
+# connection, a timeout, a 5xx or 429 from the repository); a 404 or a refused certificate is not tried again.
+RETRY_DELAYS = (2.0, 8.0)
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, urllib.error.HTTPError):
+        return exc.code >= 500 or exc.code == 429
+    if isinstance(exc, urllib.error.URLError):
+        reason = exc.reason
+        return isinstance(reason, (TimeoutError, ConnectionError, socket.gaierror)) or (
+            isinstance(reason, OSError) and not isinstance(reason, ssl.SSLError))
+    return isinstance(exc, (TimeoutError, ConnectionError, http.client.HTTPException))
+
+
 def _download(opener: urllib.request.OpenerDirector, base: str, pin: JarPin, into: Path,
               advance: Callable[[int], None]) -> None:
     target = into / pin.file
@@ -215,20 +233,27 @@ def _download(opener: urllib.request.OpenerDirector, base: str, pin: JarPin, int
         return
     url = f"{base}/{pin.path}"
     part = into / (pin.file + ".part")
-    digest, size = hashlib.sha256(), 0
-    try:
-        with opener.open(url, timeout=60) as resp, open(part, "wb") as out:
-            while chunk := resp.read(_CHUNK):
-                size += len(chunk)
-                if size > pin.size:
-                    break  # more bytes than the lock names: the check below refuses it without reading on
-                digest.update(chunk)
-                out.write(chunk)
-                advance(len(chunk))
-    except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
-        part.unlink(missing_ok=True)
-        reason = getattr(exc, "reason", exc)
-        raise ServerError(f"could not download {pin.file} ({pin.coordinates}) from {url}: {reason}") from exc
+    for attempt in range(len(RETRY_DELAYS) + 1):
+        digest, size = hashlib.sha256(), 0
+        try:
+            with opener.open(url, timeout=60) as resp, open(part, "wb") as out:
+                while chunk := resp.read(_CHUNK):
+                    size += len(chunk)
+                    if size > pin.size:
+                        break  # more bytes than the lock names: the check below refuses it without reading on
+                    digest.update(chunk)
+                    out.write(chunk)
+                    advance(len(chunk))
+            break
+        except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
+            part.unlink(missing_ok=True)
+            advance(-min(size, pin.size))  # what this try counted is counted again by the next
+            if attempt < len(RETRY_DELAYS) and _transient(exc):
+                time.sleep(RETRY_DELAYS[attempt])
+                continue
+            reason = getattr(exc, "reason", exc)
+            tries = f" (tried {attempt + 1} times)" if attempt else ""
+            raise ServerError(f"could not download {pin.file} ({pin.coordinates}) from {url}{tries}: {reason}") from exc
     if size != pin.size or digest.hexdigest() != pin.sha256:
         part.unlink(missing_ok=True)
         raise ServerError(

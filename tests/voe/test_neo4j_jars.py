@@ -31,6 +31,8 @@ class Repo:
     def __init__(self, root: Path, url: str) -> None:
         self.root, self.url = root, url
         self.requests: list[str] = []
+        self.failing: dict[str, int] = {}
+        self.gets: list[str] = []
 
     def put(self, pin: JarPin, data: bytes) -> None:
         path = self.root / pin.path
@@ -43,10 +45,20 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Repo]:
     root = tmp_path / "m2"
     root.mkdir()
     seen: list[str] = []
+    failing: dict[str, int] = {}  # a path -> how many more requests of it get a 503
+    gets: list[str] = []  # one entry per GET (the log has two lines for an error)
 
     class Handler(http.server.SimpleHTTPRequestHandler):
         def __init__(self, *args: object, **kwargs: object) -> None:
             super().__init__(*args, directory=str(root), **kwargs)  # type: ignore[arg-type]
+
+        def do_GET(self) -> None:
+            gets.append(self.path)
+            if failing.get(self.path):
+                failing[self.path] -= 1
+                self.send_error(503, "busy")
+                return
+            super().do_GET()
 
         def log_message(self, *args: object) -> None:
             seen.append(self.path)
@@ -57,6 +69,8 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Repo]:
     (root / "maven2").mkdir()
     r = Repo(root / "maven2", url)
     r.requests = seen
+    r.failing = failing
+    r.gets = gets
     for pin, data in zip(LOCK.jars, JARS.values(), strict=True):
         r.put(pin, data)
     monkeypatch.setenv("VOE_MAVEN_REPOSITORY", url)
@@ -119,6 +133,28 @@ def test_a_missing_jar_names_the_jar_and_url_and_an_interrupted_fetch_resumes(re
     fetch(lib, LOCK)
     assert [path for path in repo.requests if "alpha" in path] == []  # not downloaded twice
     verify(lib, LOCK)
+
+
+def test_a_download_failing_on_the_way_is_tried_again_and_a_missing_jar_is_not(
+        repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 503 (as a DNS failure, a reset connection or a timeout) is tried again up to twice; a 404 ends at once."""
+    monkeypatch.setattr("voe.neo4j_jars.RETRY_DELAYS", (0.0, 0.0))
+    alpha, beta = LOCK.jars
+    repo.failing["/maven2/" + alpha.path] = 2
+    lib = tmp_path / "lib"
+    seen: list[tuple[int, int]] = []
+    fetch(lib, LOCK, progress=lambda done, total: seen.append((done, total)))
+    verify(lib, LOCK)
+    assert len([p for p in repo.gets if alpha.file in p]) == 3 and repo.failing["/maven2/" + alpha.path] == 0
+    assert seen[-1] == (LOCK.total_bytes, LOCK.total_bytes)
+    repo.failing["/maven2/" + beta.path] = 3  # one more than the tries
+    with pytest.raises(ServerError, match=r"could not download beta-2\.1\.jar .* \(tried 3 times\): .*busy"):
+        fetch(tmp_path / "lib2", LOCK)
+    (repo.root / beta.path).unlink()
+    repo.gets.clear()
+    with pytest.raises(ServerError, match=r"could not download beta-2\.1\.jar .*/beta-2\.1\.jar: File not found"):
+        fetch(tmp_path / "lib3", LOCK)
+    assert len([p for p in repo.gets if beta.file in p]) == 1
 
 
 def test_verify_names_a_changed_missing_or_extra_jar(repo: Repo, tmp_path: Path) -> None:
