@@ -182,8 +182,9 @@ def _write(w: GraphWriter, run: _Run, whole: bool) -> None:
             _wait(pending, whole)
         pending = sent
     # every trajectory is in a batch: read to its end, the generator checks what is left of steps.jsonl (the steps
-    # of a run that lists no trajectories, say)
-    assert not list(trajectories)
+    # of a run that lists no trajectories, say); not an assert, which `python -O` would drop with the read
+    if next(trajectories, None) is not None:
+        raise RuntimeError("a trajectory of the run was left out of its batches")
     if pending is not None:
         _wait(pending, whole)
 

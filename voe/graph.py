@@ -295,8 +295,9 @@ class GraphWriter:
 
     def start(self, name: str, **params: Any) -> Callable[[], list[dict[str, Any]]]:
         """Send a named query and return what waits for its rows: the server runs the query while the caller
-        prepares the next one. Call it before starting another query in the transaction: the driver would read the
-        earlier result itself then, and an error of that query would surface from the later one."""
+        prepares the next one. A query started before an earlier one's rows are read makes the driver read and keep
+        those rows first (so the next can be on its way while the caller checks the earlier); an error of the
+        earlier query then surfaces from the later start."""
         params = {k: _Quiet(v) if type(v) is list and len(v) > 8 else v for k, v in params.items()}
         result = self._tx.run(queries.load(name), params)
 

@@ -24,7 +24,6 @@ import http.client
 import os
 import re
 import shutil
-import socket
 import ssl
 import threading
 import time
@@ -219,9 +218,8 @@ def _transient(exc: BaseException) -> bool:
     if isinstance(exc, urllib.error.HTTPError):
         return exc.code >= 500 or exc.code == 429
     if isinstance(exc, urllib.error.URLError):
-        reason = exc.reason
-        return isinstance(reason, (TimeoutError, ConnectionError, socket.gaierror)) or (
-            isinstance(reason, OSError) and not isinstance(reason, ssl.SSLError))
+        # a name lookup, a refused or reset connection, a timeout (all OSErrors), not a certificate
+        return isinstance(exc.reason, OSError) and not isinstance(exc.reason, ssl.SSLError)
     return isinstance(exc, (TimeoutError, ConnectionError, http.client.HTTPException))
 
 
