@@ -1,5 +1,6 @@
-"""The verifier's three checks (DESIGN §6) in Python, for the compile-time shortcut gate. The graph query
-cypher/verifiers/verify_trajectories.cypher is the verifier of record; tests prove the two agree on every
+"""The verifier's three checks (DESIGN §6) in Python, for the compile-time shortcut gate. The graph's
+checks (cypher/verifiers/verdict.cypher, run by write_trajectories as a run is written and by
+verify_trajectories over a run the graph holds) are the verifier of record; tests prove the three agree on every
 trajectory of every baseline and probe.
 
 (1) action valid: the terminal class is one the task accepts;

@@ -1,6 +1,7 @@
 """Write a run's trajectories into the graph (Run, Trajectory with its steps as list properties, IN_RUN,
-ATTEMPTS, REQUESTED) and run the verifier as one Cypher batch over all of them
-(cypher/verifiers/verify_trajectories.cypher)."""
+ATTEMPTS, REQUESTED) and verify them with Cypher: as each batch is written (cypher/verifiers/write_trajectories),
+or, for a run the graph holds already, in one query over all of them (verify_trajectories). Both run the same
+checks (cypher/verifiers/verdict, which each includes)."""
 
 from __future__ import annotations
 
@@ -74,24 +75,29 @@ def write_run(graph: Graph, run_dir: Path) -> str:
     files in this shape (digest and GRAPH_SHAPE on the Run node, every trajectory still attached to its task) is
     left as it is."""
     run = _read_run(graph, run_dir)
-    _transact(graph, run, lambda w: None)
+    _transact(graph, run, lambda w, written: None)
     return run.run_id
 
 
 def verify_run(graph: Graph, run_dir: Path) -> list[Verdict]:
-    """write_run and the verifier query in the same transaction (one commit, and the verdicts are of exactly
-    what was written)."""
+    """write_run and the verifier in the same transaction (one commit, and the verdicts are of exactly what was
+    written): each batch's statement returns the verdicts of the trajectories it wrote, computed by the graph from
+    the task and evidence nodes it linked them to; a run the graph holds already from the same files is verified
+    by the verify query over the graph's copy."""
     run = _read_run(graph, run_dir)
-    return verdicts(_transact(graph, run, lambda w: w.run("verifiers/verify_trajectories", run_id=run.run_id)))
+
+    def then(w: GraphWriter, written: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+        return written if written is not None else w.run("verifiers/verify_trajectories", run_id=run.run_id)
+    return verdicts(_transact(graph, run, then))
 
 
 def verdicts(rows: list[dict[str, Any]]) -> list[Verdict]:
-    """The verifier query's one row of parallel lists, as a Verdict per trajectory (in trajectory id order)."""
-    (row,) = rows
-    return [Verdict(trajectory_id=tid, task_id=task, action_valid=a, payload_bound=p, grounded=g,
-                    valid=a and p and g)
-            for tid, task, a, p, g in zip(row["trajectory_id"], row["task_id"], row["action_valid"],
-                                          row["payload_bound"], row["grounded"], strict=True)]
+    """The verifier's rows (the verify query's one, or one per batch written) as a Verdict per trajectory, in
+    trajectory id order. A row's `verdicts` are [trajectory_id, task_id, action_valid, payload_bound, grounded]."""
+    found = [Verdict(trajectory_id=tid, task_id=task, action_valid=a, payload_bound=p, grounded=g,
+                     valid=a and p and g)
+             for row in rows for tid, task, a, p, g in row["verdicts"]]
+    return sorted(found, key=lambda v: v.trajectory_id)
 
 
 @dataclass(frozen=True)
@@ -148,13 +154,13 @@ def _read_run(graph: Graph, run_dir: Path) -> _Run:
     return run
 
 
-def _transact(graph: Graph, run: _Run, then: Callable[[GraphWriter], T]) -> T:
-    """The run written (unless the graph holds it already) and then `then`, in one transaction. The steps are
-    read as the batches go: while the server writes one batch, the next is parsed and built."""
+def _transact(graph: Graph, run: _Run, then: Callable[[GraphWriter, list[dict[str, Any]] | None], T]) -> T:
+    """The run written (unless the graph holds it already) and then `then` with the rows the batches returned
+    (None when nothing was written), in one transaction. The steps are read as the batches go: while the server
+    writes one batch, the next is parsed and built."""
     def work(whole: bool) -> Callable[[GraphWriter], T]:
         def write_then(w: GraphWriter) -> T:
-            _write(w, run, whole)
-            return then(w)
+            return then(w, _write(w, run, whole))
         return write_then
     with collector.relaxed():  # the rows in flight are thousands of small containers that live until the commit
         try:
@@ -164,14 +170,17 @@ def _transact(graph: Graph, run: _Run, then: Callable[[GraphWriter], T]) -> T:
         return graph.transact(work(whole=True))
 
 
-def _write(w: GraphWriter, run: _Run, whole: bool) -> None:
+def _write(w: GraphWriter, run: _Run, whole: bool) -> list[dict[str, Any]] | None:
+    """The rows of the run's batches, each with the verdicts of its trajectories; None when the graph holds the run
+    already (from the same files, in this shape)."""
     held = w.run("verifiers/run_held", run_id=run.run_id)
     if (held and held[0]["files_sha256"] == run.files_sha256 and held[0]["graph_shape"] == GRAPH_SHAPE
             and held[0]["attached"] == len(run.trajectories)):
-        return
+        return None
     w.run("verifiers/clear_run", run_id=run.run_id)
     w.nodes([run.node])
-    pending: Callable[[], None] | None = None
+    done: list[dict[str, Any]] = []
+    pending: Callable[[], dict[str, Any]] | None = None
     trajectories = _steps_by_trajectory(run, whole)
     for size in _batch_sizes(len(run.trajectories)):
         rows = [_row(tr, steps) for tr, steps in itertools.islice(trajectories, size)]
@@ -179,14 +188,15 @@ def _write(w: GraphWriter, run: _Run, whole: bool) -> None:
         # with that one (the driver keeps the earlier result's rows for _wait)
         sent = _send(w, run, rows)
         if pending is not None:
-            _wait(pending, whole)
+            done.append(_wait(pending, whole))
         pending = sent
     # every trajectory is in a batch: read to its end, the generator checks what is left of steps.jsonl (the steps
     # of a run that lists no trajectories, say); not an assert, which `python -O` would drop with the read
     if next(trajectories, None) is not None:
         raise RuntimeError("a trajectory of the run was left out of its batches")
     if pending is not None:
-        _wait(pending, whole)
+        done.append(_wait(pending, whole))
+    return done
 
 
 def _batch_sizes(n: int) -> list[int]:
@@ -199,11 +209,11 @@ def _batch_sizes(n: int) -> list[int]:
     return [edge, *[min(BATCH_TRAJECTORIES, middle - k) for k in range(0, middle, BATCH_TRAJECTORIES)], edge]
 
 
-def _wait(pending: Callable[[], None], whole: bool) -> None:
+def _wait(pending: Callable[[], dict[str, Any]], whole: bool) -> dict[str, Any]:
     """A batch's result. Streamed, a task or evidence the graph lacks sends the run to the whole-file path: a step
     further on that the run's files get wrong is the error to report, not what the graph lacks."""
     try:
-        pending()
+        return pending()
     except OntologyViolation:
         if whole:
             raise
@@ -223,22 +233,23 @@ def _row(tr: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
                       "step_evidence_id": [s.get("evidence_id") or "" for s in steps]}}
 
 
-def _send(w: GraphWriter, run: _Run, rows: list[dict[str, Any]]) -> Callable[[], None]:
-    """One batch sent; what is returned waits for it and refuses the run when the graph lacks a task or an
-    evidence object it names."""
+def _send(w: GraphWriter, run: _Run, rows: list[dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+    """One batch sent; what is returned waits for its row (with the verdicts of its trajectories) and refuses the
+    run when the graph lacks a task or an evidence object it names."""
     evidence = sorted({e for r in rows for e in r["requested"]})
     position = {e: k for k, e in enumerate(evidence)}
     sent = [{**r, "requested": [position[e] for e in r["requested"]]} for r in rows]
     asked = sum(len(r["requested"]) for r in rows)
     written = w.start("verifiers/write_trajectories", run_id=run.run_id, rows=sent, evidence=evidence)
 
-    def check() -> None:
+    def check() -> dict[str, Any]:
         done = written()[0]
         if done["trajectories"] != len(rows) or done["requested"] != asked:
             raise OntologyViolation(
                 f"{run.dir}: {len(rows) - done['trajectories']} trajectories name a task and "
                 f"{asked - done['requested']} steps an evidence id that is not in the graph (compile and score "
                 "against the same graph)")
+        return done
     return check
 
 

@@ -23,6 +23,7 @@ from ingest import ingest_paths
 from ingest.defects import RULES, DefectKind
 from replay.registry import specs
 from replay.runner import read_steps, run_policy
+from verifiers.graph_verify import verdicts as graph_verdicts
 from verifiers.graph_verify import verify_run
 from verifiers.score import score_run
 from voe.graph import Graph
@@ -415,7 +416,14 @@ def test_cypher_and_python_verdicts_agree_everywhere(compiled: dict[str, Any]) -
         run_dir = compiled["root"] / policy
         if not run_dir.exists():
             continue
-        verdicts = {v.trajectory_id: v for v in verify_run(compiled["graph"], run_dir)}
+        # both Cypher paths: the batches' statements as they write the run (the graph having forgotten it), and
+        # the verify query over the run the graph then holds
+        run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+        compiled["graph"].execute("verifiers/clear_run", run_id=run_id)
+        written = verify_run(compiled["graph"], run_dir)
+        held = graph_verdicts(compiled["graph"].query("verifiers/verify_trajectories", run_id=run_id))
+        assert held == written
+        verdicts = {v.trajectory_id: v for v in written}
         for tr in read_jsonl(run_dir / "trajectories.jsonl"):
             v = verdicts[tr["trajectory_id"]]
             assert (v.action_valid, v.payload_bound, v.grounded) == _python_verdict(tr, answers[tr["task_id"]])
