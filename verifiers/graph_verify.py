@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,19 @@ def _digest(files: dict[str, bytes]) -> str:
         digest.update(f"{name}\0{len(data)}\0".encode())
         digest.update(data)
     return digest.hexdigest()
+
+
+def _digest_meanwhile(files: dict[str, bytes]) -> Callable[[], str]:
+    """_digest in a thread of its own, while the caller parses the files (hashlib lets go of the GIL over large
+    buffers, so the two use both cores); what is returned waits for it."""
+    found: list[str] = []
+    worker = threading.Thread(target=lambda: found.append(_digest(files)), name="voe-run-digest", daemon=True)
+    worker.start()
+
+    def digest() -> str:
+        worker.join()
+        return found[0]
+    return digest
 
 
 def write_run(graph: Graph, run_dir: Path) -> str:
@@ -130,6 +144,7 @@ def _read_run(graph: Graph, run_dir: Path) -> _Run:
     missing = sorted(RUN_KEYS - info.keys()) if isinstance(info, dict) else sorted(RUN_KEYS)
     if missing:
         raise InputError(f"run.json is not a voe run record (no {', '.join(missing)})", path=str(run_dir))
+    digest = _digest_meanwhile(files)
     trajectories = list(iter_jsonl(files["trajectories.jsonl"], run_dir / "trajectories.jsonl"))
     for n, tr in enumerate(trajectories, 1):
         why = _summary_problem(tr)
@@ -137,7 +152,7 @@ def _read_run(graph: Graph, run_dir: Path) -> _Run:
             raise InputError(f"trajectories.jsonl: summary {n} {why}", path=str(run_dir))
     for rel, src, dst in WRITTEN_EDGES:
         graph.ontology.check_edge(rel, src, dst)
-    files_sha256 = _digest(files)
+    files_sha256 = digest()
     run = _Run(run_dir, str(info["run_id"]), NodeRow(str(info["run_id"]), (Label.RUN,), {
         **{k: info[k] for k in ("policy", "passes", "seed", "content_hash", "tasks")},
         "files_sha256": files_sha256, "graph_shape": GRAPH_SHAPE}), files_sha256, files["steps.jsonl"], trajectories)
@@ -177,13 +192,16 @@ def _write(w: GraphWriter, run: _Run, whole: bool) -> list[dict[str, Any]] | Non
     if (held and held[0]["files_sha256"] == run.files_sha256 and held[0]["graph_shape"] == GRAPH_SHAPE
             and held[0]["attached"] == len(run.trajectories)):
         return None
-    w.run("verifiers/clear_run", run_id=run.run_id)
+    trajectories = _steps_by_trajectory(run, whole)
+    batches = ([_row(tr, steps) for tr, steps in itertools.islice(trajectories, size)]
+               for size in _batch_sizes(len(run.trajectories)))
+    cleared = w.start("verifiers/clear_run", run_id=run.run_id)
+    first = next(batches, None)  # built while the server clears
+    cleared()
     w.nodes([run.node])
     done: list[dict[str, Any]] = []
     pending: Callable[[], dict[str, Any]] | None = None
-    trajectories = _steps_by_trajectory(run, whole)
-    for size in _batch_sizes(len(run.trajectories)):
-        rows = [_row(tr, steps) for tr, steps in itertools.islice(trajectories, size)]
+    for rows in itertools.chain([] if first is None else [first], batches):
         # sent before the previous batch's result is read: the server goes on to this batch the moment it is done
         # with that one (the driver keeps the earlier result's rows for _wait)
         sent = _send(w, run, rows)
@@ -302,15 +320,14 @@ SUMMARY_KEYS = frozenset({"trajectory_id", "task_id", "pass_index", "policy", "e
 
 def _summary_problem(tr: Any) -> str | None:
     """What makes a line of trajectories.jsonl unwritable as a Trajectory node, if anything."""
-    if not isinstance(tr, dict):
+    if type(tr) is not dict:  # orjson and json give plain dicts
         return "is not a JSON object"
-    missing = sorted(SUMMARY_KEYS - tr.keys())
-    if missing:
-        return f"has no {', '.join(missing)}"
-    if not isinstance(tr["trajectory_id"], str) or not isinstance(tr["task_id"], str):
+    if not SUMMARY_KEYS <= tr.keys():
+        return f"has no {', '.join(sorted(SUMMARY_KEYS - tr.keys()))}"
+    if type(tr["trajectory_id"]) is not str or type(tr["task_id"]) is not str:
         return "has a trajectory_id or task_id that is not a string"
     payload = tr["payload"]
-    if payload is not None and not (isinstance(payload, list) and all(isinstance(p, str) for p in payload)):
+    if payload is not None and (type(payload) is not list or not all(type(p) is str for p in payload)):
         return f"of {tr['trajectory_id']} has a payload that is not a list of ids"
     return None
 

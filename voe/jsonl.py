@@ -33,21 +33,33 @@ def read_bytes(path: Path) -> bytes:
         raise InputError(f"cannot read ({exc.strerror or exc})", path=str(path)) from exc
 
 
+# how much of the bytes is split and scanned at a time: the first values come after one chunk's work, not the
+# whole file's (scoring sends its first batch while the rest of a run's steps are still unread)
+CHUNK_BYTES = 1 << 18
+
+
 def iter_jsonl(data: bytes, path: Path) -> Iterator[Any]:
     """read_jsonl over bytes already read, a value at a time (a caller can act on the first lines before the
     last are parsed); `path` names the file in errors."""
-    any_long = _long_digits(data)
-    for n, line in enumerate(data.split(b"\n"), 1):
-        if not line.strip():
-            continue
-        if any_long and _long_digits(line):  # orjson reads an integer beyond 64 bits as a float; json keeps it
-            yield _slow_line(line, n, path)
-            continue
-        try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            value = _slow_line(line, n, path)
-        yield value
+    n, start, size = 0, 0, len(data)
+    while start < size:
+        cut = data.find(b"\n", start + CHUNK_BYTES) if start + CHUNK_BYTES < size else -1
+        end = size if cut < 0 else cut  # chunks end at a line end: a number never spans two
+        chunk = data[start:end]
+        any_long = _long_digits(chunk)
+        for line in chunk.split(b"\n"):
+            n += 1
+            if not line.strip():
+                continue
+            if any_long and _long_digits(line):  # orjson reads an integer beyond 64 bits as a float; json keeps it
+                yield _slow_line(line, n, path)
+                continue
+            try:
+                value = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                value = _slow_line(line, n, path)
+            yield value
+        start = end + 1
 
 
 def _long_digits(data: bytes) -> bool:

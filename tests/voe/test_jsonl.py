@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from compiler.models import MenuEntry
+from voe import jsonl
 from voe.errors import InputError
 from voe.jsonl import dump_models, read_jsonl
 
@@ -36,3 +37,21 @@ def test_models_are_written_with_sorted_keys_and_unicode_kept() -> None:
     line = dump_models([entry])
     assert line == ('{"entry_id": "E1", "evidence_id": "ev:1", "kind": "characterization", '
                     '"request_action": "request_characterization", "title": "µm grid"}\n').encode()
+
+
+def test_chunks_end_at_line_ends_and_keep_the_line_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = '{"a": 1}\n\n[2]\n{"big": 18446744073709551616}\n' * 40 + '{"a": \n[3]\n'
+    path = tmp_path / "many.jsonl"
+    path.write_text(text)
+    with pytest.raises(InputError, match="line 161 is not JSON"):
+        read_jsonl(path)
+    path.write_text(text.replace('{"a": \n', ""))
+    whole = read_jsonl(path)
+    for size in (1, 7, 50):  # a chunk cut inside lines (it runs on to the next line end) and across many
+        monkeypatch.setattr(jsonl, "CHUNK_BYTES", size)
+        assert read_jsonl(path) == whole
+        assert whole[2] == {"big": 2**64} and len(whole) == 121
+        path.write_text(text)
+        with pytest.raises(InputError, match="line 161 is not JSON"):
+            read_jsonl(path)
+        path.write_text(text.replace('{"a": \n', ""))
