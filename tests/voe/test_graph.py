@@ -6,7 +6,7 @@ import pytest
 
 from voe import queries
 from voe.errors import OntologyViolation
-from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow, _row
+from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow, _plain, _row
 from voe.ontology import Label, Rel
 
 
@@ -138,10 +138,12 @@ def test_a_plan_checks_the_ontology_before_anything_is_written(graph: Graph) -> 
 
 
 def test_rows_read_back_as_record_data_returns_them(graph: Graph) -> None:
-    """Graph.query and GraphWriter.run skip Record.data()'s walk when every value is a scalar or a list of
-    scalars; anything else (nodes, maps, nested lists, temporal values) still goes through data()."""
+    """Graph.query and GraphWriter.run skip Record.data()'s walk when every value is a scalar, a list of scalars
+    or a list of such lists; anything else (nodes, maps, deeper lists, temporal values) still goes through
+    data()."""
     cases = ["RETURN 1 AS i, 'a' AS s, 1.5 AS f, true AS b, null AS n, ['x', 'y'] AS l, [1, 'a', null] AS mixed",
-             "RETURN [[1, 2], [3]] AS nested",
+             "RETURN [[1, 2], [3]] AS nested, [['t/1', 'task', true, false, null], []] AS verdicts",
+             "RETURN [[[1]], [2]] AS deep, [[1], [{a: 1}]] AS maps, [[date('2026-12-02')]] AS dates",
              "RETURN {a: 1, b: [2]} AS m",
              "RETURN date('2026-12-02') AS d, [date('2026-12-02')] AS ds",
              "CREATE (n:Scratch {id: 'row-test', k: [1, 2]}) RETURN n, [n] AS ns, n.k AS k"]
@@ -149,4 +151,5 @@ def test_rows_read_back_as_record_data_returns_them(graph: Graph) -> None:
         for cypher in cases:
             for record in s.run(cypher):
                 assert _row(record) == record.data(), cypher
+                assert _plain(record.values(), 3) == ("verdicts" in cypher or "mixed" in cypher), cypher
         s.run("MATCH (n:Scratch {id: 'row-test'}) DELETE n").consume()
