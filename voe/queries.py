@@ -27,7 +27,7 @@ def load(name: str) -> str:
 
 def _load(name: str, within: tuple[str, ...]) -> str:
     if name in within:
-        raise KeyError(f"Cypher query {within[0]!r} includes itself ({' -> '.join((*within, name))})")
+        raise KeyError(f"Cypher query {name!r} includes itself ({' -> '.join((*within, name))})")
     path = cypher_root() / f"{name}.cypher"
     if not path.is_file():
         where = f" (included by {within[-1]!r})" if within else ""

@@ -33,6 +33,11 @@ def test_an_unknown_or_circular_include_names_the_query(cypher_dir: Path) -> Non
     (cypher_dir / "b.cypher").write_text("// include: a\n")
     with pytest.raises(KeyError, match="'a' includes itself \\(a -> b -> a\\)"):
         queries.load("a")
+    (cypher_dir / "c.cypher").write_text("// include: d\n")
+    (cypher_dir / "d.cypher").write_text("// include: e\n")
+    (cypher_dir / "e.cypher").write_text("// include: d\n")
+    with pytest.raises(KeyError, match="'d' includes itself \\(c -> d -> e -> d\\)"):
+        queries.load("c")
 
 
 def test_both_verifier_queries_run_the_one_text_of_the_checks() -> None:
