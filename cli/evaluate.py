@@ -41,7 +41,8 @@ class _PolicyOption(click.Option):
 @click.argument("package", type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--policy", cls=_PolicyOption, required=True, callback=_check_policy,
               help="A baseline or shortcut probe ({policies}), openai:MODEL (any "
-                   "OpenAI-compatible endpoint) or python:MODULE:FUNCTION (your own policy).")
+                   "OpenAI-compatible endpoint) or python:MODULE:FUNCTION (your own policy, run sealed in a "
+                   "child process that cannot reach the answers, the package folder or the graph).")
 @click.option("--passes", default=1, show_default=True, type=click.IntRange(1), help="Replicate passes over every task.")
 @click.option("--seed", default=0, show_default=True,
               help="Seed for the random policy and python: policies (per task and pass); sent to the model as "
@@ -154,12 +155,14 @@ def score_cmd(run_dir: Path, compare: Path | None, as_json: bool) -> None:
         return
     egv = summary["evidence_grounded_valid"]
     click.echo(f"{summary['policy']}: {summary['tasks']} tasks x {summary['passes']} passes")
-    flat = " no variance between passes," if "no variance" in egv["method"] else ""
-    click.echo(f"  evidence-grounded valid {egv['mean']:.3f} (95% CI {egv['ci95'][0]:.3f}-{egv['ci95'][1]:.3f},{flat} "
-               f"{egv['count']} of {egv['n']})")
-    click.echo(f"  clustered by workflow ({egv['clusters']} clusters): 95% CI {egv['ci95_cluster'][0]:.3f}-"
-               f"{egv['ci95_cluster'][1]:.3f} (cluster SE), {egv['ci95_cluster_bootstrap'][0]:.3f}-"
-               f"{egv['ci95_cluster_bootstrap'][1]:.3f} (cluster bootstrap)")
+    click.echo(f"  evidence-grounded valid {egv['mean']:.3f} ({egv['count']} of {egv['n']}), 95% CI "
+               f"{egv['ci95'][0]:.3f}-{egv['ci95'][1]:.3f} clustered by workflow and gold fact ({egv['clusters']} "
+               f"clusters; cluster bootstrap {egv['ci95_cluster_bootstrap'][0]:.3f}-"
+               f"{egv['ci95_cluster_bootstrap'][1]:.3f})")
+    if "zero width" in egv["passes_method"]:
+        click.echo("  per pass: the same rate on every pass (a deterministic policy; no interval over passes)")
+    else:
+        click.echo(f"  per pass: 95% CI {egv['ci95_passes'][0]:.3f}-{egv['ci95_passes'][1]:.3f} ({egv['passes_method']})")
     click.echo(f"  action valid {summary['action_valid']['mean']:.3f}, useful precision {summary['useful_precision']:.3f}, "
                f"regret {summary['evidence_regret']:.2f}, cost score {summary['cost_score']:.3f}, "
                f"over-submit {summary['over_submit']:.3f}")

@@ -60,16 +60,19 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
                 base_url: str | None, response_format: ResponseFormat, as_json: bool, quiet: bool) -> None:
     """Compile realized-only decision tasks from the graph into a versioned task package.
 
-    Each subject item of the graph becomes one decision (compiler/moments.py): a packet whose
+    Each subject item of the graph can become one decision (compiler/moments.py): a packet whose
     menu holds only evidence the archive really has. A request returns the archive's facts
-    about an item, never a verdict. Policy-visible tasks and verifier-only answers go to
-    separate files; the content hash is the same every time the same graph is compiled.
+    about an item, never a verdict. Every defect becomes a task; at most two tasks rest on one
+    gold fact; the other packets join while no cheap rule answers the package (docs/golds.md
+    says why each fact leads where it does). Policy-visible tasks and verifier-only answers go
+    to separate files; the content hash is the same every time the same graph is compiled.
 
     \b
     The release gate runs on every package and is recorded in manifest.json: the reference
-    valid on every task, every null policy and shortcut probe valid on at most 50% of the
-    tasks, the text-only probe on at most 40%. A package that fails the gate is still
-    written; the command prints the gate table and exits 1.
+    valid on every task, every null policy, rule probe and metadata-only classifier valid on
+    at most 50% of the tasks, every text-only classifier on at most 40%. A package that fails
+    the gate (or holds no task) is still written; the command prints the gate table and
+    exits 1.
 
     \b
     Examples:
@@ -100,10 +103,15 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
         click.echo(f"{summary.evidence_entries} evidence entries over {summary.canonical_evidence} canonical evidence ids")
         click.echo(f"{summary.decisions} distinct decisions; the largest group of tasks sharing one binding item: "
                    f"{summary.largest_item_group}")
+        click.echo(f"{summary.gold_facts} distinct gold facts; the most tasks resting on one: {summary.largest_fact_group}")
+        for family, why in summary.families_absent.items():
+            click.echo(f"no {family} task: {why}")
         click.echo(f"content hash {summary.content_hash} -> {summary.out}")
         click.echo(gate_table(summary))
     if summary.tasks == 0:
-        click.echo("error: the graph holds no decision moments (ingest an archive first, or pass --archive)", err=True)
+        click.echo("error: the package fails the release gate: no decision of this graph needs judgment (ingest an "
+                   "archive with defects, gaps or stated changes, or pass --archive; the manifest says why each "
+                   "family is absent)", err=True)
         sys.exit(1)
     if not summary.gate_passed:
         if as_json:

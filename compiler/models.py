@@ -115,10 +115,13 @@ class TaskAnswer(Strict):
     may_bind: dict[str, list[str]]  # terminal class -> the only ids its payload may name (strict payloads)
     decision: str  # hash of the visible question and the gold: tasks sharing it are one decision
     source_facts: list[str]  # defect ids and other graph facts the moment was computed from
+    # the independent facts of the archive the gold rests on (a defect of one item, a changelog statement, a
+    # gap, a clean subject): tasks sharing one are not independent (metrics cluster by them, DESIGN §6)
+    gold_facts: list[str] = Field(default_factory=list)
 
 
 class Manifest(BaseModel):
-    package_version: int = 2  # the package's schema version (voe/versions.py PACKAGE_VERSION)
+    package_version: int = 3  # the package's schema version (voe/versions.py PACKAGE_VERSION)
     compiler_version: str
     content_hash: str
     graph_hash: str

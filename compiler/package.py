@@ -24,7 +24,7 @@ from compiler.annotate import PROMPT_VERSION as ANNOTATOR_PROMPT_VERSION
 from compiler.annotate import Annotator, Framing, filter_failures, menu_failures
 from compiler.artifacts import load_package  # noqa: F401 - re-exported: readers of a package import it here too
 from compiler.families import Moment, priority_order
-from compiler.gate import GateReport, run_gate
+from compiler.gate import GateReport, trim
 from compiler.judge import CALIBRATION_TOLERANCE, CalibrationFailed, CalibrationResult, Judge, Verdict, judge_input
 from compiler.judge import PROMPT_VERSION as JUDGE_PROMPT_VERSION
 from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
@@ -51,6 +51,10 @@ class CompileSummary(BaseModel):
     out: str
     decisions: int
     largest_item_group: int
+    gold_facts: int
+    largest_fact_group: int
+    by_archive: dict[str, dict[str, int]]
+    families_absent: dict[str, str]
     gate_passed: bool
     gate: list[dict[str, Any]]
 
@@ -133,6 +137,10 @@ def compile_package(graph: Graph, out: Path, annotator: Annotator | None = None,
         views.append(view)
         answers.append(answer)
     rejected_moments += audit.rejected
+    progress.say(f"release gate: {len(views)} tasks through the reference, the baselines and the probes")
+    views, gate, filtered = trim(views, cat.objects, {a.task_id: a for a in answers}, keep=_is_defect)
+    kept_ids = {v.task_id for v in views}
+    answers = [a for a in answers if a.task_id in kept_ids]
     order = sorted(range(len(views)), key=lambda i: views[i].task_id)
     views, answers = [views[i] for i in order], [answers[i] for i in order]
     offered = sorted({e.evidence_id for v in views for e in v.menu})
@@ -151,15 +159,16 @@ def compile_package(graph: Graph, out: Path, annotator: Annotator | None = None,
     families = dict(sorted(Counter(a.family.value for a in answers).items()))
     by_item = Counter(e for a in answers for e in set(a.binding))
     decisions = len({a.decision for a in answers})
-    progress.say(f"release gate: {len(views)} tasks through the reference, the baselines and the probes")
-    gate = run_gate(views, {e.evidence_id: e for e in evidence}, {a.task_id: a for a in answers})
     counts: dict[str, Any] = {"rejected": len(rejected), "tasks": len(views),
                               "workflows": len({v.workflow_id for v in views}), "families": families,
                               "decisions": decisions,
                               "decisions_by_family": dict(sorted(Counter(
                                   a.family.value for a in {a.decision: a for a in answers}.values()).items())),
                               "largest_item_group": max(by_item.values(), default=0),
-                              "evidence_entries": sum(len(v.menu) for v in views), "canonical_evidence": len(offered)}
+                              "evidence_entries": sum(len(v.menu) for v in views), "canonical_evidence": len(offered),
+                              **fact_counts(answers), "by_archive": by_archive(views, answers, cat),
+                              "filtered": filtered,
+                              "families_absent": families_absent(families)}
     manifest = Manifest(compiler_version=COMPILER_VERSION, content_hash=content_hash, graph_hash=graph_hash,
                         sources=[{k: r[k] for k in ("ark", "version", "title", "provenance", "stamp")} for r in records],
                         counts=counts, files={n: hashlib.sha256(d).hexdigest() for n, d in sorted(files.items())},
@@ -172,7 +181,9 @@ def compile_package(graph: Graph, out: Path, annotator: Annotator | None = None,
     return CompileSummary(tasks=len(views), workflows=counts["workflows"], families=families,
                           evidence_entries=counts["evidence_entries"], canonical_evidence=len(offered),
                           content_hash=content_hash, graph_hash=graph_hash, out=str(out), decisions=decisions,
-                          largest_item_group=counts["largest_item_group"], gate_passed=gate.passed,
+                          largest_item_group=counts["largest_item_group"], gold_facts=counts["gold_facts"],
+                          largest_fact_group=counts["largest_fact_group"], by_archive=counts["by_archive"],
+                          families_absent=counts["families_absent"], gate_passed=gate.passed,
                           gate=[r.model_dump() for r in gate.rows])
 
 
@@ -279,6 +290,45 @@ def gate_table(summary: CompileSummary) -> str:
 
 
 FAMILY_ORDER = priority_order()  # compiler/families/: each family's priority
+
+# Why a family can be absent from a package: the data hold nothing that supports it under its rule (the
+# family's gold would be weak, so none is shipped).
+ABSENT: dict[str, str] = {
+    "source_integrity": "no item of these archives has a defect that breaks provenance or checkability",
+    "missing_evidence": "these archives attest no item they cannot supply (no stated removal, no checksum file "
+                        "of a file the record lacks)",
+    "calibration_sufficiency": "no item of these archives is named, by its title or the record's description, as "
+                               "the calibration of a subject's measurement",
+    "packet_submission": "no clean packet fits the package's class balance",
+    "packet_escalation": "no packet rests on a defective item other than its subject",
+}
+
+
+def _is_defect(answer: TaskAnswer) -> bool:
+    """A task resting on a defect: never dropped for balance."""
+    return answer.reference_class.value in ("flag_source_defect", "abstain_or_escalate")
+
+
+def fact_counts(answers: list[TaskAnswer]) -> dict[str, Any]:
+    """Distinct gold facts and how many tasks rest on each (DESIGN §7: at most two)."""
+    per_fact = Counter(f for a in answers for f in set(a.gold_facts))
+    return {"gold_facts": len(per_fact), "largest_fact_group": max(per_fact.values(), default=0),
+            "gold_facts_by_kind": dict(sorted(Counter(f.split(":", 1)[0] for f in per_fact).items()))}
+
+
+def by_archive(views: list[TaskView], answers: list[TaskAnswer], cat: Any) -> dict[str, dict[str, int]]:
+    """Tasks per archive (the record or folder a workflow belongs to) and family."""
+    family = {a.task_id: a.family.value for a in answers}
+    out: dict[str, Counter[str]] = {}
+    for v in views:
+        record = v.workflow_id.removeprefix("wf:").split("/", 1)[0] if v.workflow_id.startswith("wf:folder:") \
+            else v.workflow_id.removeprefix("wf:")
+        out.setdefault(record, Counter())[family[v.task_id]] += 1
+    return {k: dict(sorted(c.items())) for k, c in sorted(out.items())}
+
+
+def families_absent(families: dict[str, int]) -> dict[str, str]:
+    return {f.value: ABSENT[f.value] for f in FAMILY_ORDER if f.value not in families}
 
 
 def _gold(answer: TaskAnswer) -> tuple[Any, ...]:

@@ -306,7 +306,8 @@ def answers_document(views: list[TaskView], answers: dict[str, TaskAnswer], mani
             "binding": [iri(e) for e in a.binding], "needed": [iri(e) for e in a.needed],
             "useful": [iri(e) for e in a.useful], "reference": steps, "referenceClass": action_iri(a.reference_class.value),
             "referencePayload": [iri(e) for e in a.reference_payload], "mustBind": rules(a.must_bind),
-            "mayBind": rules(a.may_bind), "decision": a.decision, "sourceFacts": list(a.source_facts)})
+            "mayBind": rules(a.may_bind), "decision": a.decision, "sourceFacts": list(a.source_facts),
+            "goldFacts": list(a.gold_facts)})
     return {"@context": [context("export-context.jsonld"), context("export-answers-context.jsonld")],
             "@graph": sorted(nodes, key=lambda x: str(x["@id"]))}
 

@@ -192,7 +192,8 @@ def _answers(r: _Reader) -> tuple[list[TaskAnswer], rdflib.term.Node]:
             "binding": ids(a, A.binding), "needed": ids(a, A.needed), "useful": ids(a, A.useful), "reference": steps,
             "reference_class": r.action(r.one(a, A.referenceClass)), "reference_payload": ids(a, A.referencePayload),
             "must_bind": rules(a, A.mustBind), "may_bind": rules(a, A.mayBind), "decision": r.text(a, A.decision),
-            "source_facts": [str(x) for x in r.items(r.one(a, A.sourceFacts))]}))
+            "source_facts": [str(x) for x in r.items(r.one(a, A.sourceFacts))],
+            "gold_facts": [str(x) for x in r.items(r.one(a, A.goldFacts))]}))
     audits = list(r.g.subjects(RDF.type, A.PackageAudit))
     if len(audits) != 1:
         raise InputError(f"expected one voea:PackageAudit, found {len(audits)}", path=str(r.where))

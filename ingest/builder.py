@@ -20,6 +20,7 @@ from typing import Any
 from ingest import ids
 from ingest.defects import RULES
 from ingest.documents import parse_file
+from ingest.evidence import evidence_kind
 from ingest.files import (
     SPECIAL_NAMES,
     LocalBytes,
@@ -44,7 +45,7 @@ from voe.graph import (
 from voe.ontology import Label, Rel
 
 # part of the ingest stamp: changing a rule re-stamps (and re-checks) records; 9: span hashes over RFC 8785 bytes
-RULESET_VERSION = "nerdm-9"
+RULESET_VERSION = "nerdm-10"
 
 
 # the libraries whose reading of a file becomes facts: an upgrade of one re-stamps (and re-reads) every record,
@@ -398,6 +399,21 @@ class BuilderCore:
             "available": provenance != "reconstructed",
         })))
         self.g.edges.append(EdgeRow(Rel.EVIDENCED_BY, eid, Label.EVIDENCE, component, Label.COMPONENT))
+        for loc in locations:
+            self.g.edges.append(EdgeRow(Rel.LOCATED_AT, eid, Label.EVIDENCE, loc, Label.SOURCE_LOCATION))
+        self.g.evidence[kind] += 1
+        return eid
+
+    def add_attested(self, target_path: str, locations: list[str]) -> str:
+        """An item the record attests but does not list (a checksum file describes it): an Evidence with no
+        EVIDENCED_BY, so a request for it answers `unavailable`, located where the record attests it."""
+        name = target_path.rstrip("/").rsplit("/", 1)[-1] or target_path
+        kind, rule = evidence_kind(target_path, None, None, None)
+        eid = ids.evidence_id(self.rec_id, target_path)
+        self.g.nodes.append(NodeRow(eid, (Label.EVIDENCE,), self._owned({
+            "canonical_id": eid, "kind": kind, "kind_rule": rule, "title": name, "filepath": target_path,
+            "record_ark": self.ark, "provenance": "attested", "available": False,
+        })))
         for loc in locations:
             self.g.edges.append(EdgeRow(Rel.LOCATED_AT, eid, Label.EVIDENCE, loc, Label.SOURCE_LOCATION))
         self.g.evidence[kind] += 1

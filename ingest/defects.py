@@ -19,7 +19,9 @@ Rules (NERDm records):
   a permission error).
 - `missing_checksum` (rule `nerdm.datafile.checksum`): a DataFile with no declared checksum.
 - `media_type_mismatch` (rule `nerdm.media_type`): the declared mediaType is not one the file extension
-  allows (table in `ingest/media_types.py`; `application/octet-stream` is unspecific, never wrong).
+  allows, or is a type RFC 4735 reserves for examples (`video/example`), which no real file has (table in
+  `ingest/media_types.py`; `application/octet-stream` is unspecific, never wrong, and the platform aliases
+  of a type, such as `application/vnd.ms-excel` or `text/plain` for a `.csv`, are allowed).
 - `schema_violation` (rule `nerdm.schema`): the record or a component fails the NERDm JSON schemas in
   `../shared/archives/schemas/` (validated offline: the core `_schema` and every `_extensionSchemas` we have).
   A schema that cannot be applied is one too, never a crash (`ingest/nerdm_schema.py`): an
@@ -111,6 +113,7 @@ Not defects (hard negatives; facts that look suspicious and are fine under these
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -175,3 +178,103 @@ RULES: dict[str, DefectKind] = {
 STATED_AS_FACTS = frozenset({"format.mismatch", "csv.ragged", "csv.syntax", "xlsx.read", "xlsx.formula_without_cache",
                              "pdf.no_text_layer", "pdf.encrypted", "pdf.corrupt", "xml.not_well_formed", "xml.schema",
                              "step.header", "file.parse", "parse.budget"})
+
+
+class Decision(StrEnum):
+    """What a defect of a kind makes of a packet that rests on the item (GOLDS)."""
+
+    FLAG = "flag_source_defect"  # it breaks provenance or checkability: stop the packet and say which item
+    LOCALIZE = "localize_missing_evidence"  # the record attests an item it cannot supply
+    NONE = "not_a_defect"  # the item stands: a curator would fix the record, the data are fine (a hard negative)
+    UNDECIDED = "undecided"  # a finding of our tools, not of the archive: no decision rests on the item at all
+
+
+@dataclass(frozen=True)
+class Gold:
+    decision: Decision
+    why: str
+
+
+# The decision each defect kind leads to, and why, as an AM Bench data curator would put it. A kind marked
+# NONE is recorded in the graph and the item stands (it can be a clean subject, and looks odd: a hard
+# negative); UNDECIDED marks a finding of our own tools, and an item carrying one is neither a defect subject
+# nor a clean one (the compiler leaves it out of packets and menus).
+GOLDS: dict[DefectKind, Gold] = {
+    DefectKind.SIDECAR_MARKED_INVALID: Gold(Decision.FLAG, "The record itself says the item's checksum file is not "
+                                            "valid: nobody can confirm that the bytes a user downloads are the bytes "
+                                            "that were published."),
+    DefectKind.SIDECAR_CHECKSUM_MISMATCH: Gold(Decision.FLAG, "The checksum file and the digest the record declares "
+                                               "for the item disagree: at least one of them is wrong, and the item "
+                                               "cannot be verified until a curator says which."),
+    DefectKind.SIDECAR_TARGET_MISSING: Gold(Decision.LOCALIZE, "A checksum file attests a file the record does not "
+                                            "list: the record names an item it cannot supply."),
+    DefectKind.CHECKSUM_MISMATCH: Gold(Decision.FLAG, "The bytes do not match the digest the record publishes: "
+                                       "corrupt, truncated or replaced without a new digest."),
+    DefectKind.SIZE_MISMATCH: Gold(Decision.FLAG, "The bytes are not the size the record publishes: a truncated or "
+                                   "replaced file."),
+    DefectKind.UNREADABLE_FILE: Gold(Decision.FLAG, "Where the payload should be there is nothing that can be read."),
+    DefectKind.MISSING_CHECKSUM: Gold(Decision.FLAG, "The record publishes no digest for the file, so no copy of it "
+                                      "can ever be checked against the original."),
+    DefectKind.MEDIA_TYPE_MISMATCH: Gold(Decision.FLAG, "The record declares a type that misidentifies the file (a "
+                                         "reserved placeholder such as video/example, or a type of another format): "
+                                         "software and people that trust the metadata open it wrongly. A platform "
+                                         "alias of the right type is not this."),
+    DefectKind.SCHEMA_VIOLATION: Gold(Decision.NONE, "A record that does not follow the NERDm schema to the letter "
+                                      "still identifies its items; a curator fixes the record, the data stand."),
+    DefectKind.FORMAT_MISMATCH: Gold(Decision.FLAG, "The bytes are another format than the name says: the item is "
+                                     "not what the record claims."),
+    DefectKind.RAGGED_ROWS: Gold(Decision.NONE, "Rows of different length are common in instrument exports (header "
+                                 "blocks, notes); the values are still there to check."),
+    DefectKind.MALFORMED_CSV: Gold(Decision.FLAG, "The table cannot be read as CSV: its values cannot be checked."),
+    DefectKind.UNREADABLE_WORKBOOK: Gold(Decision.FLAG, "The workbook cannot be opened: its values cannot be "
+                                         "checked."),
+    DefectKind.FORMULA_WITHOUT_CACHED_VALUE: Gold(Decision.FLAG, "A cell holds a formula that was never calculated: "
+                                                  "the value the data stand on is not in the file."),
+    DefectKind.NOT_MACHINE_VERIFIABLE: Gold(Decision.FLAG, "A page is an image with no text layer: what it states "
+                                            "cannot be checked by a machine."),
+    DefectKind.ENCRYPTED_PDF: Gold(Decision.FLAG, "The document is encrypted: its content cannot be read or "
+                                   "checked."),
+    DefectKind.CORRUPT_FILE: Gold(Decision.FLAG, "The file is corrupt: its content cannot be read."),
+    DefectKind.XML_NOT_WELL_FORMED: Gold(Decision.FLAG, "The XML document is not well-formed: no parser reads it."),
+    DefectKind.XML_SCHEMA_VIOLATION: Gold(Decision.NONE, "A document that departs from the AM Bench XSD is still "
+                                          "readable; the schema evolves between releases (changelog 2.0.0)."),
+    DefectKind.STEP_HEADER_MISSING: Gold(Decision.FLAG, "A STEP model without its header is not a valid STEP file: "
+                                         "it cannot be identified or opened as one."),
+    DefectKind.UNPARSEABLE_FILE: Gold(Decision.UNDECIDED, "One of our parsers failed: a fact about our tools, not about "
+                                      "the archive."),
+    DefectKind.RESOURCE_LIMIT: Gold(Decision.UNDECIDED, "Our parser stopped at a budget: a fact about our tools."),
+    DefectKind.VALUE_NOT_STORABLE: Gold(Decision.UNDECIDED, "A value our graph store cannot hold as it is: a fact about "
+                                        "the store (the value is kept as text)."),
+    DefectKind.NOT_A_REGULAR_FILE: Gold(Decision.FLAG, "Where a payload should be, the archive holds a link or a "
+                                        "special file: the item's bytes are not in the archive to check."),
+}
+
+# Facts that look suspicious and are fine: hard negatives. A packet resting on them is submitted (the
+# compiler puts them on menus and chooses clean packets among them, so that "stop at anything odd" fails).
+HARD_NEGATIVES: tuple[tuple[str, str], ...] = (
+    ("bytes this copy does not hold", "A status of our copy (a metadata-only mirror holds none, a full download "
+     "all), not of the archive: the record's size and digest make the bytes checkable by anyone who downloads "
+     "them."),
+    ("a checksum file that agrees with its target", "The agreement is the check passing."),
+    ("a platform alias of the right media type (application/vnd.ms-excel or text/plain for a .csv, "
+     "application/x-zip-compressed for a .zip, application/octet-stream for anything)",
+     "The type Windows or a browser writes for that extension; the file is what its name says."),
+    ("a CSV that begins with a UTF-8 byte order mark or ends its lines in CRLF", "Both are valid CSV (RFC 4180 "
+     "uses CRLF; the BOM is how Excel marks UTF-8)."),
+    ("a formula cell with a cached value", "The value is in the file."),
+    ("a record reference (a DOI or URL the record cites)", "The archive names it and it resolves elsewhere; not "
+     "holding it is not a gap."),
+    ("a file a release renamed, where the release's changelog states the rename", "The name is gone; the content "
+     "is in the release under its new name."),
+    ("a file a release changed, where the release's changelog names the correction", "The current release holds "
+     "the corrected bytes."),
+    ("a reconstructed catalog entry (FACTS.md)", "Facts about records NIST publishes; not NIST bytes, not a gap."),
+)
+
+
+def decision(kind: str) -> Decision:
+    """The decision a defect of `kind` leads to (an unknown kind decides nothing)."""
+    try:
+        return GOLDS[DefectKind(kind)].decision
+    except ValueError:
+        return Decision.UNDECIDED

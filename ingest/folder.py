@@ -182,6 +182,7 @@ class FolderBuilder(BuilderCore):
         if target_rel not in held:
             self.defect("folder.sidecar.describes", cid, Label.COMPONENT, f"{rel}#describes",
                         f"{rel}: describes {target_rel!r}, which is not a file of the folder", path=rel, location=loc)
+            self.add_attested(target_rel, [loc])
             return
         tid, target = held[target_rel]
         self.g.edges.append(EdgeRow(Rel.DESCRIBES, cid, Label.CHECKSUM_FILE, tid, Label.COMPONENT))

@@ -125,6 +125,7 @@ COMPONENT_FIELDS: dict[str, tuple[str, ...]] = {
     "media_type": ("mediaType",), "declared_size": ("size",), "declared_sha256": ("checksum/hash", "checksum"),
     "checksum_algorithm": ("checksum/algorithm/tag", "checksum/algorithm"), "download_url": ("downloadURL", "accessURL"),
     "title": ("title",), "description": ("description",), "describes": ("describes",), "valid": ("valid",)}
+SIDECAR_SUFFIX = ".sha256"
 EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {"id": ("filepath",), "canonical_id": ("filepath",),
                                                "filepath": ("filepath",), "title": ("title", "filepath")}
 REFERENCE_FIELDS: dict[str, tuple[str, ...]] = {"id": ("location", "@id"), "canonical_id": ("location", "@id"),
@@ -542,6 +543,12 @@ class NerdmBuilder(BuilderCore):
         if target is None:
             self.defect("nerdm.sidecar.describes", cid, Label.COMPONENT, f"{ptr}/describes",
                         f"{comp.filepath}: describes {comp.describes!r}, which is not a component of the record")
+            # the sidecar's own name is the target's (NIST writes `<file>.sha256`); `describes` is an @id
+            own = comp.filepath or ""
+            target_path = own.removesuffix(SIDECAR_SUFFIX) if own.endswith(SIDECAR_SUFFIX) else \
+                comp.describes.removeprefix("cmps/")
+            if target_path:
+                self.add_attested(target_path, [self.location(f"{ptr}/describes", comp.describes)])
             return
         _, tcomp, tid = target
         self.g.edges.append(EdgeRow(Rel.DESCRIBES, cid, Label.CHECKSUM_FILE, tid, Label.COMPONENT))

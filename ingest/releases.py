@@ -36,8 +36,14 @@ def is_changelog(relpath: str, parsed: Parsed) -> bool:
 
 
 def release_evidence(builder: BuilderCore, summaries: list[ParsedFile], changelogs: list[ParsedFile]) -> None:
-    """One Evidence per file a release summary lists as removed, renamed (old and new name) or changed."""
-    lines = [(c, f) for c in changelogs for f in c.parsed.facts if f.kind == "line"]
+    """One Evidence per file a release summary lists as removed, renamed (old and new name) or changed.
+
+    `release_stated` says whether a changelog of that release states what happened to the file: an item
+    (a numbered paragraph) that names it, or, for a rename, an item that states the prefix replacement
+    mapping the old name to the new one ("Replaced the prefixes 'Composition-' ... by 'Composition_' ...").
+    The summary's table alone shows that bytes moved, not why: a gold rests only on a stated change, and the
+    stating lines are among the item's locations."""
+    items = [(c, item) for c in changelogs for item in changelog_items(c.parsed.facts)]
     for s in summaries:
         summary = s.parsed.summary
         rows: dict[str, list[Fact]] = {}
@@ -45,11 +51,16 @@ def release_evidence(builder: BuilderCore, summaries: list[ParsedFile], changelo
             if fact.kind == "html_row":
                 rows.setdefault(str(fact.extra["file"]), []).append(fact)
         current = summary["releases"][-1] if summary.get("releases") else None
+        release_items = [(c, item) for c, item in items if changelog_release(c) in (None, summary.get("to"))]
         for name, status, extra in _statuses(summary):
             facts = sorted(rows.get(name, []), key=lambda f: version_key(str(f.extra["release"])))
             if not facts:
                 continue
             newest = facts[-1].extra
+            old, new = (name, extra.get("renamed_to")) if status == "renamed" else (extra.get("renamed_from"), name)
+            stating = [(c, item) for c, item in release_items
+                       if _names(item, name) or (status in ("renamed", "rename_target") and old and new
+                                                 and (_names(item, old) or _states_prefix_rename(item, old, new)))]
             kind, rule = evidence_kind(name, None, None, None)
             eid = ids.evidence_id(builder.rec_id, f"{s.relpath}#{name}")
             props: dict[str, Any] = {
@@ -58,16 +69,62 @@ def release_evidence(builder: BuilderCore, summaries: list[ParsedFile], changelo
                 "release_to": summary["to"], "sha1": newest["sha1"], "size": newest["size"],
                 "releases": [str(f.extra["release"]) for f in facts], "listed_in": s.relpath,
                 "current_release": current, "available": any(f.extra["release"] == current for f in facts),
-                "held": False, **extra,
+                "held": False, "release_stated": bool(stating), **extra,
             }
             builder.g.nodes.append(NodeRow(eid, (Label.EVIDENCE,),
                                            builder._owned({k: v for k, v in props.items() if v is not None})))
             locs = [builder.fact_location(f, s.relpath, s.local) for f in facts]
-            mention = _mention_re(name)
-            locs += [builder.fact_location(f, c.relpath, c.local) for c, f in lines if mention.search(f.text)]
+            locs += [builder.fact_location(f, c.relpath, c.local) for c, item in stating for f in item]
             for loc in dict.fromkeys(locs):  # byte-identical changelogs share their locations
                 builder.g.edges.append(EdgeRow(Rel.LOCATED_AT, eid, Label.EVIDENCE, loc, Label.SOURCE_LOCATION))
             builder.g.evidence[kind] += 1
+
+
+ITEM_START = re.compile(r"^\s*(?:\d+|[a-z])[.)]\s")
+CHANGELOG_RELEASE = re.compile(r"\bto (?:version )?(\d+(?:\.\d+)*)", re.I)
+QUOTED = re.compile(r"['\u2018\u2019\"]([^'\u2018\u2019\"\s]{2,})['\u2018\u2019\"]")
+
+
+def changelog_items(facts: list[Fact]) -> list[list[Fact]]:
+    """The changelog's numbered items ("2. Changed the measurement identifiers ..."), each the list of its line
+    facts, a sub-item ("a. ...") its own item; a blank line ends an item."""
+    items: list[list[Fact]] = []
+    current: list[Fact] | None = None
+    for f in facts:
+        if f.kind != "line":
+            continue
+        if not f.text.strip():
+            current = None
+        elif ITEM_START.match(f.text):
+            current = [f]
+            items.append(current)
+        elif current is not None:
+            current.append(f)
+    return items
+
+
+def changelog_release(c: ParsedFile) -> str | None:
+    """The release a changelog describes: its first lines ("List of changes from version 2.0.0 to version 2.1.0"),
+    else its name (`changelog_2.1.0.txt`); None when neither says."""
+    for f in c.parsed.facts[:5]:
+        if f.kind == "line" and (m := CHANGELOG_RELEASE.search(f.text)):
+            return m.group(1)
+    m = re.search(r"(\d+(?:\.\d+)+)", c.relpath.rsplit("/", 1)[-1])
+    return m.group(1) if m else None
+
+
+def _text(item: list[Fact]) -> str:
+    return " ".join(f.text.strip() for f in item)
+
+
+def _names(item: list[Fact], basename: str) -> bool:
+    return bool(_mention_re(basename).search(_text(item)))
+
+
+def _states_prefix_rename(item: list[Fact], old: str, new: str) -> bool:
+    """The item quotes a prefix of the old name and, for it, the prefix that replaces it in the new name."""
+    quoted = QUOTED.findall(_text(item))
+    return any(old.startswith(p) and new == q + old[len(p):] for p in quoted for q in quoted if p != q)
 
 
 def _statuses(summary: dict[str, Any]) -> list[tuple[str, str, dict[str, str]]]:

@@ -10,6 +10,11 @@ reference (compiler/gate.py).
                     "the archive has it, so it is fine").
 - `unheld_flag`     request the named items; localize the unavailable ones; flag the subject when this copy
                     does not hold its bytes (or a member's); else submit ("what we cannot check is suspect").
+- `chained_rules`   the project's probe rules chained, as an adversary would: request the named items (and
+                    the menu's calibration artifacts); localize the unavailable; escalate when a support item
+                    looks odd; flag the subject when this copy does not hold it or it looks odd; else submit.
+                    "Looks odd": any fact that disagrees with another (named_item's rule), or a media type
+                    that does not fit the file or is a vendor or unregistered alias.
 - `pull_all`        question-blind: request everything, then the same rule over every item.
 - `flag_all`        request everything, flag everything.
 - `localize_all`    request everything, localize everything.
@@ -27,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from compiler.models import Action, TaskAnswer, TaskView
+from ingest.media_types import mismatch, unusual
 from replay.registry import Policy, register
 
 HEX40 = re.compile(r"\b[0-9a-f]{40}\b")
@@ -72,6 +78,43 @@ def looks_odd(obs: dict[str, Any]) -> bool:
         return True
     hashes = {h for f in obs.get("facts", []) for h in HEX40.findall(f.get("statement", ""))}
     return len(hashes) > 1  # a file listed with two different release hashes
+
+
+def _files(obs: dict[str, Any]) -> list[dict[str, Any]]:
+    meta = obs.get("metadata") or {}
+    return [meta, *meta.get("members", [])] if "path" in meta and "members" not in meta else meta.get("members", [])
+
+
+def looks_odd_any(obs: dict[str, Any]) -> bool:
+    """named_item's rule, or a media type that does not fit the file or is an unusual alias."""
+    return looks_odd(obs) or any(
+        f.get("path") and f.get("media_type") and (mismatch(f["path"], f["media_type"]) or unusual(f["path"],
+                                                                                                    f["media_type"]))
+        for f in _files(obs))
+
+
+def _not_held(obs: dict[str, Any]) -> bool:
+    return obs.get("status") == "archived" and any(f.get("held") is False for f in _files(obs))
+
+
+def chained_rules(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]],
+                  rng: random.Random) -> dict[str, Any]:
+    subject = subject_item(view)
+    targets = list(dict.fromkeys(named_items(view) + [e.evidence_id for e in view.menu
+                                                        if e.kind == "calibration_artifact"]))
+
+    def finish() -> dict[str, Any]:
+        seen = {h["evidence_id"]: h for h in history if h["outcome"] in ("revealed", "unavailable")}
+        gone = [e for e in targets if e in seen and seen[e]["outcome"] == "unavailable"]
+        if gone:
+            return {"action": Action.LOCALIZE_MISSING_EVIDENCE.value, "payload": gone}
+        obs = {e: seen[e]["observation"] for e in targets if e in seen}
+        if any(looks_odd_any(o) for e, o in obs.items() if e != subject):
+            return {"action": Action.ABSTAIN_OR_ESCALATE.value, "payload": []}
+        if subject in obs and (_not_held(obs[subject]) or looks_odd_any(obs[subject])):
+            return {"action": Action.FLAG_SOURCE_DEFECT.value, "payload": [subject]}
+        return {"action": Action.SUBMIT_RISK_PACKET.value, "payload": [e for e in targets if e in seen]}
+    return _pull_then(targets, view, history, finish)
 
 
 def _judge(pulled: list[dict[str, Any]], among: list[str]) -> dict[str, Any]:
@@ -167,8 +210,10 @@ register("probe:named_item", named_item, kind="probe",
          about="pulls the items the question names, then judges by whether they look odd")
 register("probe:status_only", status_only, kind="probe",
          about="decides from request outcomes alone (unavailable: localize, else submit)")
-register("probe:unheld_flag", unheld_flag, kind="probe", gate="recorded",
-         about="flags whatever the archive does not hold (recorded by the gate, no limit)")
+register("probe:unheld_flag", unheld_flag, kind="probe",
+         about="flags whatever this copy does not hold the bytes of")
+register("probe:chained_rules", chained_rules, kind="probe",
+         about="chains the probe rules: unavailable -> localize, odd support -> escalate, odd or unheld subject -> flag")
 register("probe:pull_all", pull_all, kind="probe", about="pulls the whole menu, then judges by whether anything looks odd")
 register("probe:flag_all", _blanket(Action.FLAG_SOURCE_DEFECT, True), kind="probe",
          about="pulls the menu, then flags all of it")

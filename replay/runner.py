@@ -7,7 +7,6 @@ reference policy is handed the verifier-only answers.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
@@ -25,6 +24,7 @@ from compiler.models import TaskAnswer, TaskView
 from replay.env import ObservationLine, ReplayEnv, StepLine, StepRecord, TrajectorySummary
 from replay.policies import NO_ANSWER
 from replay.registry import Policy, get
+from replay.sealed import SealedPolicy, episode_seed
 from voe.errors import UsageError
 from voe.jsonl import read_jsonl
 from voe.versions import RUN_SCHEMA_VERSION, write_schemas
@@ -49,6 +49,8 @@ class RunInfo(BaseModel):
     cost: float | None = None
     calls: int | None = None
     prompt_version: int | None = None
+    # python: policies (replay/sealed.py): "namespaces" (no network, the package and caches masked) or "process"
+    sealing: str | None = None
 
 
 UserPolicy = Callable[[TaskView, list[dict[str, Any]], random.Random], Any]
@@ -133,15 +135,27 @@ def read_steps(run_dir: Path) -> list[StepRecord]:
 def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy_fn: Policy | None = None,
                progress: Callable[[int, int], None] | None = None) -> RunInfo:
     """Run `policy` (a baseline name; or any name with `policy_fn`, e.g. an agent or a scripted test policy).
-    `progress` (trajectories done, trajectories) is called as the run goes."""
-    if policy_fn is None and policy.startswith("python:"):
-        policy_fn = python_policy(policy.removeprefix("python:"))
-    if policy_fn is None:
-        policy_fn = get(policy).act  # a UsageError naming the choices for an unknown name
+    A `python:MODULE:FUNCTION` policy runs sealed in its own process (replay/sealed.py). `progress`
+    (trajectories done, trajectories) is called as the run goes."""
     views, evidence, answers, manifest = load_package(pkg)
-    act = policy_fn
+    sealed: SealedPolicy | None = None
+    if policy_fn is None and policy.startswith("python:"):
+        sealed = SealedPolicy(policy.removeprefix("python:"), pkg)
+    elif policy_fn is None:
+        policy_fn = get(policy).act  # a UsageError naming the choices for an unknown name
+    try:
+        return _run(pkg, policy, passes, seed, out, views, evidence, answers, manifest.content_hash, policy_fn,
+                    sealed, progress)
+    finally:
+        if sealed is not None:
+            sealed.close()
+
+
+def _run(pkg: Path, policy: str, passes: int, seed: int, out: Path, views: list[TaskView],
+         evidence: dict[str, Any], answers: dict[str, TaskAnswer], content_hash: str, act: Policy | None,
+         sealed: SealedPolicy | None, progress: Callable[[int, int], None] | None) -> RunInfo:
     env = ReplayEnv(evidence)
-    run_id = f"run:{policy}:{manifest.content_hash[:12]}:s{seed}:p{passes}"
+    run_id = f"run:{policy}:{content_hash[:12]}:s{seed}:p{passes}"
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     summaries: list[TrajectorySummary] = []
@@ -149,14 +163,19 @@ def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy
         for p in range(passes):
             for view in views:
                 tid = f"{run_id}/{view.task_id}/{p}"
-                rng = random.Random(int(hashlib.sha256(f"{seed}|{view.task_id}|{p}".encode()).hexdigest()[:16], 16))
+                episode = episode_seed(seed, view.task_id, p)
+                rng = random.Random(episode)
                 env.reset(view, tid, policy, p)
                 history: list[dict[str, Any]] = []
                 done = False
                 while not done:
-                    # The answer is passed to every policy function, but only `reference` reads it.
-                    rec, done = env.step(act(view, answers[view.task_id] if policy == "reference" else NO_ANSWER,
-                                             history, rng))
+                    if sealed is not None:
+                        action = sealed.act(view, NO_ANSWER, history, rng, episode=tid, seed=episode)
+                    else:
+                        assert act is not None
+                        # The answer is passed to every policy function, but only `reference` reads it.
+                        action = act(view, answers[view.task_id] if policy == "reference" else NO_ANSWER, history, rng)
+                    rec, done = env.step(action)
                     history.append(rec.model_dump(mode="json"))
                     steps_out.write(rec)
                 summaries.append(env.summary.model_copy(deep=True))
@@ -164,9 +183,8 @@ def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy
                     progress(len(summaries), passes * len(views))
     (out / "trajectories.jsonl").write_text("".join(json.dumps(s.model_dump(), sort_keys=True) + "\n" for s in summaries))
     info = RunInfo(run_id=run_id, policy=policy, passes=passes, seed=seed, package=str(pkg.resolve()),
-                   content_hash=manifest.content_hash, tasks=len(views), trajectories=len(summaries),
-                   seconds=round(time.perf_counter() - started, 3))
+                   content_hash=content_hash, tasks=len(views), trajectories=len(summaries),
+                   seconds=round(time.perf_counter() - started, 3), sealing=sealed.sealing if sealed else None)
     (out / "run.json").write_text(json.dumps(info.model_dump(), indent=2, sort_keys=True) + "\n")
     write_run_schemas(out)
     return info
-

@@ -1,7 +1,8 @@
 """The stages import one way: voe (shared ground) <- ingest <- compiler <- replay <- verifiers, and the command
-line on top. Function-level imports count too. The one sanctioned backward edge: admission (compiler.gate and
-compiler.annotate's reference-path filter) runs tasks through the replay environment, the baselines and the
-probes before a package is released, as the release gate demands (DESIGN, gates)."""
+line on top. Function-level imports count too. The one sanctioned backward edge: admission (compiler.gate,
+compiler.select's adversarial filtering and compiler.annotate's reference-path filter) runs tasks through the
+replay environment, the baselines and the probes before a package is released, as the release gate demands
+(DESIGN, gates)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 ORDER = ["voe", "ingest", "compiler", "replay", "verifiers", "export", "cli"]  # cli: the command line, on top
 ADMISSION = {"compiler.gate": {"replay.env", "replay.policies", "replay.probes", "replay.registry"},
+             "compiler.select": {"replay.env", "replay.probes", "replay.registry"},
              "compiler.annotate": {"replay.env"}}
 
 

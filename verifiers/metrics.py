@@ -25,12 +25,14 @@ Codebook, one label per trajectory, first that applies:
 Intervals. Every `Rate` carries three 95% intervals; all are clipped to [0, 1], none is ever NaN.
 t quantiles are exact for any degrees of freedom: t_{0.975, df} = scipy.stats.t.ppf(0.975, df).
 
-- `ci95` / `method` (as before): with P >= 2 passes, a Student-t over the per-pass rates r_1..r_P,
-  m ± t_{0.975, P-1} * s / sqrt(P) (s the sample sd of the r_p; `method` = "student_t_over_passes"); with one
-  pass, the Wilson score interval at z = 1.96 (`method` = "wilson"). A deterministic policy gives the same rate
-  every pass, so its t-interval has zero width: `method` then says
-  `student_t_over_passes (no variance between passes)`.
-- `ci95_cluster`: a cluster-robust (sandwich) interval for the mean over all n trajectories of every pass, as
+- `ci95` / `method`: the headline, the cluster-robust interval below (DESIGN §6: tasks resting on one fact,
+  or of one workflow, are not independent, and neither are the passes of one task).
+- `ci95_passes` / `passes_method`: with P >= 2 passes, a Student-t over the per-pass rates r_1..r_P,
+  m ± t_{0.975, P-1} * s / sqrt(P) (s the sample sd of the r_p; "student_t_over_passes"); with one pass, the
+  Wilson score interval at z = 1.96 ("wilson"). A deterministic policy gives the same rate every pass, so its
+  t-interval has zero width: `passes_method` then says so ("zero width: the same rate on every pass, a
+  deterministic policy; not a measure of uncertainty"), and it is never the headline.
+- the clustered interval (`ci95`): a cluster-robust (sandwich) interval for the mean over all n trajectories of every pass, as
   Inspect AI's `stderr(cluster=...)`. With observations x_i (0/1), mean x̄ = Σ x_i / n, G clusters and cluster
   sums of residuals S_g = Σ_{i in g} (x_i - x̄):
       se² = G/(G-1) * Σ_g S_g² / n²,      interval = x̄ ± t_{0.975, G-1} * se.
@@ -41,12 +43,14 @@ t quantiles are exact for any degrees of freedom: t_{0.975, df} = scipy.stats.t.
   the drawn clusters; the interval is the 2.5th and 97.5th percentiles (numpy's linear interpolation).
 - `clusters` is G; `cluster_method` names the method and any degeneracy.
 
-Clusters. Tasks that share a decision, an evidence item or a workflow are not independent, and the passes of a
-task are not independent of each other either. `summarize` groups trajectories by `TrajectoryScore.cluster`
-(the task id when that is empty); `voe score` sets it to the task's workflow id. A workflow is the coarsest
-grouping: it nests the tasks of one decision and the tasks that share items (every binding item belongs to one
-workflow), so clustering by it is conservative: it leaves none of those dependences out of the variance, at the
-price of fewer clusters and so a larger t quantile (and a coarser bootstrap).
+Clusters. Tasks that share a decision, an evidence item, a gold fact or a workflow are not independent, and the
+passes of a task are not independent of each other either. `summarize` groups trajectories by
+`TrajectoryScore.cluster` (the task id when that is empty); `voe score` sets it to the connected group of tasks
+linked by a shared workflow or a shared gold fact (TaskAnswer.gold_facts: a defect, a changelog statement, a
+gap), named by its first workflow (`clusters_of`). A workflow nests the tasks of one decision and the tasks that
+share items (every binding item belongs to one workflow), and a fact that two workflows rest on joins them, so
+clustering this way leaves none of those dependences out of the variance, at the price of fewer clusters and so
+a larger t quantile (and a coarser bootstrap).
 
 Degenerate cases: no trajectories: every interval is (0, 0), clusters = 0. One cluster: no between-cluster
 variance can be estimated (G-1 = 0), so both clustered intervals are the point value (x̄, x̄) and
@@ -156,18 +160,23 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 class Rate(BaseModel):
     mean: float
-    ci95: tuple[float, float]
+    ci95: tuple[float, float]  # the headline: clustered (cluster-robust t)
     count: int
     n: int
     method: str
-    ci95_cluster: tuple[float, float]
+    ci95_passes: tuple[float, float]
+    passes_method: str
     ci95_cluster_bootstrap: tuple[float, float]
     clusters: int
     cluster_method: str
 
 
+ZERO_WIDTH = "zero width: the same rate on every pass, a deterministic policy; not a measure of uncertainty"
+
+
 def rate(values_by_pass: dict[int, list[bool]], clusters_by_pass: dict[int, list[str]] | None = None) -> Rate:
-    """A rate with its per-pass interval (`ci95`) and clustered intervals (module docstring).
+    """A rate with its clustered headline interval (`ci95`), its per-pass interval (`ci95_passes`) and the
+    cluster bootstrap (module docstring).
 
     `clusters_by_pass[p][i]` is the cluster of `values_by_pass[p][i]`; without it every value is its own
     cluster."""
@@ -180,24 +189,55 @@ def rate(values_by_pass: dict[int, list[bool]], clusters_by_pass: dict[int, list
     mean = k / n if n else 0.0
     xs = [float(v) for v in flat]
     g = len(set(labels))
+    method = "cluster_robust_t"
     cluster_method = "cluster_robust_t + cluster_bootstrap_percentile"
+    degenerate = ""
     if n == 0:
-        cluster_method += " (no trajectories)"
+        degenerate = " (no trajectories)"
     elif g < 2:
-        cluster_method += " (one cluster: point value, no between-cluster variance)"
+        degenerate = " (one cluster: point value, no between-cluster variance)"
     elif len(set(flat)) < 2:
-        cluster_method += " (no variance between clusters)"
+        degenerate = " (no variance between clusters)"
+    method += degenerate
+    cluster_method += degenerate
     if len(values_by_pass) >= 2:
         per = [sum(vs) / len(vs) for vs in values_by_pass.values() if vs]
         m = sum(per) / len(per)
         sd = math.sqrt(sum((x - m) ** 2 for x in per) / (len(per) - 1))
         h = t975(len(per) - 1) * sd / math.sqrt(len(per))
-        method = "student_t_over_passes" + (" (no variance between passes)" if sd == 0 else "")
-        ci95 = (max(0.0, m - h), min(1.0, m + h))
+        passes_method = "student_t_over_passes" + (f" ({ZERO_WIDTH})" if sd == 0 else "")
+        passes = (max(0.0, m - h), min(1.0, m + h))
     else:
-        ci95, method = wilson(k, n), "wilson"
-    return Rate(mean=mean, ci95=ci95, count=k, n=n, method=method, ci95_cluster=cluster_ci(xs, labels),
-                ci95_cluster_bootstrap=cluster_bootstrap_ci(xs, labels), clusters=g, cluster_method=cluster_method)
+        passes, passes_method = wilson(k, n), "wilson"
+    return Rate(mean=mean, ci95=cluster_ci(xs, labels), count=k, n=n, method=method, ci95_passes=passes,
+                passes_method=passes_method, ci95_cluster_bootstrap=cluster_bootstrap_ci(xs, labels), clusters=g,
+                cluster_method=cluster_method)
+
+
+def clusters_of(tasks: dict[str, tuple[str, list[str]]]) -> dict[str, str]:
+    """Each task's cluster: the connected group of tasks linked by a shared workflow or a shared gold fact,
+    named by the group's first workflow id. `tasks`: task id -> (workflow id, gold facts)."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    for workflow, facts in tasks.values():
+        find(workflow)
+        for f in facts:
+            union(workflow, f"\x00fact|{f}")  # a fact sorts before any workflow: never a group's name
+    name: dict[str, str] = {}
+    for workflow, _ in sorted(tasks.values()):
+        name.setdefault(find(workflow), workflow)
+    return {t: name[find(wf)] for t, (wf, _) in tasks.items()}
 
 
 class TrajectoryScore(BaseModel):
@@ -215,7 +255,7 @@ class TrajectoryScore(BaseModel):
     acquired_any: bool | None
     acquired_all: bool | None
     label: str
-    cluster: str = ""  # the unit of dependence for clustered intervals (the workflow id); "" = the task alone
+    cluster: str = ""  # the unit of dependence for clustered intervals (clusters_of); "" = the task alone
 
 
 def score_trajectory(tr: dict[str, Any], verdict: Verdict, answer: TaskAnswer, horizon: int, *,

@@ -11,14 +11,17 @@ from verifiers.metrics import CODEBOOK
 
 
 def _fmt(rate: dict[str, Any]) -> str:
+    """The headline: the mean with its clustered interval and how many clusters it rests on."""
     lo, hi = rate["ci95"]
-    flat = "*" if "no variance" in rate.get("method", "") else ""
-    return f"{rate['mean']:.3f} [{lo:.3f}, {hi:.3f}]{flat}"
+    return f"{rate['mean']:.3f} [{lo:.3f}, {hi:.3f}] ({rate.get('clusters', 0)} clusters)"
 
 
-def _clustered(rate: dict[str, Any]) -> str:
-    lo, hi = rate.get("ci95_cluster", (rate["mean"], rate["mean"]))
-    return f"[{lo:.3f}, {hi:.3f}] ({rate.get('clusters', 0)} workflows)"
+def _passes(rate: dict[str, Any]) -> str:
+    """The per-pass interval beside it; a zero-width one says it is the same rate every pass, not a certainty."""
+    lo, hi = rate["ci95_passes"]
+    if "zero width" in rate.get("passes_method", ""):
+        return "zero width: same rate every pass"
+    return f"[{lo:.3f}, {hi:.3f}]" + (" (Wilson, one pass)" if rate.get("passes_method") == "wilson" else "")
 
 
 def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[str, Any]] | None = None) -> Path:
@@ -26,10 +29,10 @@ def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[s
     (`voe report --against`), in the order of `summaries`. The plots need matplotlib (the `report` extra); without
     it the report holds the tables and says how to get the plots."""
     out.mkdir(parents=True, exist_ok=True)
-    head = ["policy", "tasks x passes", "evidence-grounded valid (95% CI)", "clustered 95% CI", "action valid",
+    head = ["policy", "tasks x passes", "evidence-grounded valid (clustered 95% CI)", "per-pass 95% CI", "action valid",
             "useful precision", "evidence regret", "cost score", "over-submit"]
     rows = [[s["policy"], f"{s['tasks']} x {s['passes']}", _fmt(s["evidence_grounded_valid"]),
-             _clustered(s["evidence_grounded_valid"]),
+             _passes(s["evidence_grounded_valid"]),
              f"{s['action_valid']['mean']:.3f}", f"{s['useful_precision']:.3f}", f"{s['evidence_regret']:.2f}",
              f"{s['cost_score']:.3f}", f"{s['over_submit']:.3f}"] for s in summaries]
     families = sorted({f for s in summaries for f in s["by_family"]})
@@ -62,9 +65,11 @@ def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[s
         "## Model usage", md(usage_head, usage_rows),
         *(["## Paired difference of validity (per task, mean over passes)", md(pair_head, pair_rows)] if paired else []),
         images_md,
-        "Definitions: `verifiers/metrics.py`. Intervals: Student-t over passes (Wilson for one pass); `*` marks a "
-        "zero-width interval: the policy scored the same on every pass. The clustered interval (cluster-robust "
-        "standard error by workflow, exact t quantile) accounts for tasks that share items and decisions.", ""])
+        "Definitions: `verifiers/metrics.py`. Intervals: the headline is clustered (cluster-robust standard error, "
+        "exact t quantile) over groups of tasks linked by a workflow or a gold fact: tasks that share items, "
+        "decisions or the fact their answer rests on are not independent. Beside it, the Student-t over passes "
+        "(Wilson for one pass); a policy that scores the same on every pass has a zero-width per-pass interval, "
+        "which says the policy is deterministic, not that the rate is certain.", ""])
     (out / "report.md").write_text(text)
 
     def table(h: list[str], r: list[list[str]]) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from compiler.artifacts import load_package
 from ingest.loader import settle
 from verifiers.graph_verify import verify_run
-from verifiers.metrics import TrajectoryScore, score_trajectory, summarize
+from verifiers.metrics import TrajectoryScore, clusters_of, score_trajectory, summarize
 from voe.errors import InputError
 from voe.graph import Graph
 from voe.jsonl import read_jsonl
@@ -36,7 +36,8 @@ def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[Traject
         raise InputError(f"the graph holds {held} of this package's {len(views)} tasks; run `voe compile` on the "
                          "graph the package came from before scoring", path=str(package))
     horizons = {v.task_id: v.horizon for v in views}
-    workflows = {v.task_id: v.workflow_id for v in views}  # the cluster of the clustered intervals
+    # the cluster of the clustered intervals: tasks linked by a workflow or a gold fact
+    workflows = clusters_of({v.task_id: (v.workflow_id, answers[v.task_id].gold_facts) for v in views})
     verdicts = {v.trajectory_id: v for v in verify_run(graph, run_dir)}
     scores = [score_trajectory(tr, verdicts[tr["trajectory_id"]], answers[tr["task_id"]], horizons[tr["task_id"]],
                                cluster=workflows[tr["task_id"]])

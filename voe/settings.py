@@ -88,3 +88,9 @@ def named_variable(name: str) -> str:
     """A variable another tool's configuration names, not one of voe's (Maven's `${env.NAME}` in settings.xml,
     expanded by voe/neo4j_jars.py); empty when unset."""
     return os.environ.get(name, "")
+
+
+def passed_through(names: tuple[str, ...]) -> dict[str, str]:
+    """The variables of the runner's environment a child process keeps (a sealed policy keeps PATH and the locale,
+    replay/sealed.py), none of voe's own."""
+    return {k: os.environ[k] for k in names if k in os.environ}

@@ -23,9 +23,9 @@ from pydantic import BaseModel
 
 from voe.errors import InputError
 
-PACKAGE_VERSION = 2
+PACKAGE_VERSION = 3  # 3: answers carry gold_facts; families rest on stated facts (issue 29)
 RUN_SCHEMA_VERSION = 2  # 2: observations in their own file (steps.jsonl is what the verifier reads)
-SCORES_SCHEMA_VERSION = 1
+SCORES_SCHEMA_VERSION = 2  # 2: the headline interval is the clustered one (ci95), per-pass beside it
 
 _MAKE = {"package": "voe compile", "run": "voe run", "scores": "voe score"}
 VERSION = {"package": PACKAGE_VERSION, "run": RUN_SCHEMA_VERSION, "scores": SCORES_SCHEMA_VERSION}

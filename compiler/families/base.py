@@ -1,16 +1,21 @@
-"""What a task family is: rules that turn a subject item into a decision moment, its place among the families,
-and how its moments are capped. Each family is one module of this package that registers itself here."""
+"""What a task family is: rules that turn a subject packet into a decision moment, its place among the
+families, and whether its moments are clean submissions. Each family is one module of this package that
+registers itself here."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from compiler.models import Action, Family
 
 if TYPE_CHECKING:
-    from compiler.moments import Catalog
+    from compiler.catalog import Catalog
+
+# What a packet rests on besides its subject: nothing, the workflow's readme (or a release's changelog), or
+# the calibration the archive names for the subject's measurement (with the readme when there is one).
+Shape = Literal["alone", "document", "calibration"]
 
 
 @dataclass
@@ -25,19 +30,23 @@ class Moment:
     reference_class: Action
     reference_payload: list[str]
     pull: list[str]
-    facts: list[str]  # verifier-only: the graph facts the gold rests on (defect ids, the subject)
-    hard_negatives: list[str] = field(default_factory=list)
+    facts: list[str]  # verifier-only: the graph facts the gold rests on (defect ids, the subject, a statement)
+    gold_facts: list[str] = field(default_factory=list)  # the independent facts the gold rests on (DESIGN §7)
+    shape: Shape = "document"
+    calibrators: list[str] = field(default_factory=list)  # the calibration the question leaves to the agent
 
 
 @dataclass(frozen=True)
 class Subject:
-    """One candidate subject item and what every rule may read about it."""
+    """One candidate packet (a subject item with one support) and what every rule may read about it."""
 
     cat: Catalog
     evidence_id: str
     workflow: str
     support: list[str]
     gaps: frozenset[str]  # items the family_missing_evidence query found unacquirable
+    shape: Shape = "document"
+    calibrators: tuple[str, ...] = ()
 
     @property
     def row(self) -> dict[str, Any]:
@@ -50,8 +59,6 @@ class Skip:
 
 SKIP = Skip()
 Match = Callable[[Subject], "Moment | Skip | None"]
-# (group key, cap): moments of one key compete for `cap` places; None: never capped
-CapGroup = Callable[[Moment, dict[str, Any]], "tuple[tuple[str, ...], int] | None"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,7 @@ class Rule:
     name: str
     rank: int  # the rules form one chain, by rank: the first that applies to a subject decides it
     match: Match
+    doc: str = ""
 
 
 def _nothing_missing(m: Moment) -> list[str]:
@@ -70,12 +78,7 @@ def _nothing_missing(m: Moment) -> list[str]:
 class FamilySpec:
     family: Family
     priority: int  # when two moments look the same to a policy, the family of lower priority keeps it
-    cap_group: CapGroup
     doc: str
-    # its moments are what clean packets are contrasted with: a workflow's capped clean submissions keep first
-    # those on the same kind of file (extension, held or not) as this family's subjects, so that the file type
-    # cannot tell this family's answer from a submission
-    contrasted: bool = False
     # the items a localize_missing_evidence payload may name in its tasks (strict payloads); none by default
     missing: Callable[[Moment], list[str]] = _nothing_missing
 
@@ -95,34 +98,15 @@ def rule(family: Family, name: str, rank: int) -> Callable[[Match], Match]:
     def register(fn: Match) -> Match:
         if any(r.rank == rank for r in _RULES):
             raise ValueError(f"two rules at rank {rank}")
-        _RULES.append(Rule(family, name, rank, fn))
+        _RULES.append(Rule(family, name, rank, fn, (fn.__doc__ or "").strip()))
         return fn
     return register
 
 
-def release_group(m: Moment, row: dict[str, Any], cap: int) -> tuple[tuple[str, ...], int] | None:
-    """A release's removals, renames and changes compete per workflow and status, whatever their family."""
-    if row["provenance"] == "release_notes":
-        return ("release", m.workflow, str(row.get("release_status"))), cap
-    return None
-
-
-def clean_cap(per_workflow: str) -> CapGroup:
-    """The cap of a family of clean submissions: a release's items in the release group, the others per workflow
-    and family, at most `compiler.moments.<per_workflow>` of them (read when capping, so it can be changed)."""
-
-    def cap(m: Moment, row: dict[str, Any]) -> tuple[tuple[str, ...], int] | None:
-        from compiler import moments
-
-        return (release_group(m, row, moments.RELEASE_CAP)
-                or (("clean", m.workflow, m.family.value), int(getattr(moments, per_workflow))))
-
-    return cap
-
-
-def submit_packet(family: Family, s: Subject) -> Moment:
-    """Submit exactly the packet (the subject and its support), after pulling all of it: every item binds, is
-    needed and useful."""
-    packet = [s.evidence_id, *s.support]
-    return Moment(family, s.workflow, s.evidence_id, s.support, packet, packet, packet, Action.SUBMIT_RISK_PACKET,
-                  packet, packet, packet)
+def submit_packet(family: Family, s: Subject, facts: list[str] | None = None) -> Moment:
+    """Submit exactly the packet (the subject, its support and the calibration it names), after pulling all
+    of it: every item binds, is needed and useful. Its gold rests on the subject being clean."""
+    packet = [s.evidence_id, *s.support, *s.calibrators]
+    return Moment(family, s.workflow, s.evidence_id, list(s.support), packet, packet, packet,
+                  Action.SUBMIT_RISK_PACKET, packet, packet, packet, facts or [f"clean:{s.evidence_id}"],
+                  shape=s.shape, calibrators=list(s.calibrators))

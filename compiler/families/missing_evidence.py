@@ -1,11 +1,11 @@
-"""missing_evidence: the subject is a file a release removed (the archive has no acquisition path; the gap is a
-graph fact, cypher/compiler/family_missing_evidence.cypher): localize it, after pulling it and its support."""
+"""missing_evidence: the archive names an item it cannot supply (the gap is a graph fact,
+cypher/compiler/family_missing_evidence.cypher): a file a release removed, as that release's changelog states,
+or a file a checksum file of the record describes and the record does not list. Localize it, after pulling
+it and the support."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from compiler.families.base import SKIP, FamilySpec, Moment, Skip, Subject, family, release_group, rule
+from compiler.families.base import FamilySpec, Moment, Skip, Subject, family, rule
 from compiler.models import Action, Family
 
 QUERY = "compiler/family_missing_evidence"
@@ -13,22 +13,17 @@ QUERY = "compiler/family_missing_evidence"
 
 @rule(Family.MISSING_EVIDENCE, "removed", rank=10)
 def removed(s: Subject) -> Moment | Skip | None:
+    """The subject is a gap of the archive: localize it."""
     if s.evidence_id not in s.gaps:
         return None
     binding = [s.evidence_id, *s.support]
     return Moment(Family.MISSING_EVIDENCE, s.workflow, s.evidence_id, s.support, binding, binding, binding,
-                  Action.LOCALIZE_MISSING_EVIDENCE, [s.evidence_id], binding, [s.evidence_id])
-
-
-def _cap(m: Moment, row: dict[str, Any]) -> tuple[tuple[str, ...], int] | None:
-    from compiler import moments
-
-    return release_group(m, row, moments.RELEASE_CAP)  # outside a release: never capped
+                  Action.LOCALIZE_MISSING_EVIDENCE, [s.evidence_id], binding, [s.evidence_id],
+                  s.cat.gap_facts(s.evidence_id), shape=s.shape)
 
 
 def _missing(m: Moment) -> list[str]:
     return [m.subject]  # the item the archive names and cannot supply
 
 
-family(FamilySpec(Family.MISSING_EVIDENCE, priority=1, cap_group=_cap, doc=__doc__ or "", missing=_missing))
-_ = SKIP  # no subject is skipped by this family
+family(FamilySpec(Family.MISSING_EVIDENCE, priority=1, doc=__doc__ or "", missing=_missing))

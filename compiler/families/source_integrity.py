@@ -1,9 +1,8 @@
-"""source_integrity: the subject (or a file inside it) has a defect (cypher/compiler/family_source_integrity.cypher
-binds each defect to its nearest evidence item): flag it, after pulling it. Never capped."""
+"""source_integrity: the subject (or a file inside it) has a defect that breaks provenance or checkability
+(ingest/defects.py GOLDS: decision flag; cypher/compiler/family_source_integrity.cypher binds each defect to
+its nearest evidence item): flag it, after pulling it."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from compiler.families.base import FamilySpec, Moment, Skip, Subject, family, rule
 from compiler.models import Action, Family
@@ -13,16 +12,13 @@ QUERY = "compiler/family_source_integrity"
 
 @rule(Family.SOURCE_INTEGRITY, "defective", rank=30)
 def defective(s: Subject) -> Moment | Skip | None:
+    """The subject carries a defect: flag it."""
     defects = s.cat.own_defects.get(s.evidence_id, [])
     if not defects:
         return None
     e = s.evidence_id
     return Moment(Family.SOURCE_INTEGRITY, s.workflow, e, s.support, [e, *s.support], [e], [e],
-                  Action.FLAG_SOURCE_DEFECT, [e], [e], list(defects))
+                  Action.FLAG_SOURCE_DEFECT, [e], [e], list(defects), [s.cat.defect_fact(e)], shape=s.shape)
 
 
-def _cap(m: Moment, row: dict[str, Any]) -> tuple[tuple[str, ...], int] | None:
-    return None
-
-
-family(FamilySpec(Family.SOURCE_INTEGRITY, priority=0, cap_group=_cap, doc=__doc__ or "", contrasted=True))
+family(FamilySpec(Family.SOURCE_INTEGRITY, priority=0, doc=__doc__ or ""))

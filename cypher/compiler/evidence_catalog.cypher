@@ -57,14 +57,14 @@ CALL (cf) {
 OPTIONAL MATCH (e)-[:LOCATED_AT]->(l:SourceLocation)
 WITH r, e, c, cf, defects, sidecars, members, member_count, subfolders, lines,
      collect(DISTINCT {kind: l.kind, path: l.path, locator: coalesce(l.locator, l.pointer), sha256: l.span_sha256,
-                       text: l.text, line: l.line}) AS locations
+                       text: l.text, line: l.line, id: l.id}) AS locations
 RETURN r.id AS record_id, r.ark AS ark, r.title AS record_title, r.version AS version,
        coalesce(r.provenance, 'nist_bytes') AS record_provenance,
        e.id AS evidence_id, e.kind AS kind, e.title AS title, e.filepath AS filepath, e.provenance AS provenance,
        e.target AS target, e.ref_type AS ref_type, e.available AS evidence_available,
        e.release_status AS release_status, e.release_from AS release_from, e.release_to AS release_to,
        e.renamed_to AS renamed_to, e.renamed_from AS renamed_from, e.listed_in AS listed_in,
-       e.sha1 AS release_sha1, e.size AS release_size,
+       e.sha1 AS release_sha1, e.size AS release_size, coalesce(e.release_stated, false) AS release_stated,
        CASE WHEN e.provenance = 'release_notes' THEN coalesce(e.available, true)
             ELSE coalesce(e.available, true) AND c IS NOT NULL END AS available,
        c IS NOT NULL AND c:Subcollection AS is_folder,

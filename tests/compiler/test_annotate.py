@@ -146,7 +146,7 @@ def test_annotated_compile_with_a_calibrated_judge_admits_and_stores_why(shared_
     views, _, answers, manifest = load_package(tmp_path / "pkg")
     admission = manifest.counts["admission"]
     assert manifest.annotator.startswith("openai:scripted") and admission["judge"]["calibration"] == "24/24 correct"
-    assert admission["rejected_by_rule"]["framing.answer_artifact"] == 1 and summary.tasks == len(views) > 20
+    assert admission["rejected_by_rule"]["framing.answer_artifact"] == 1 and summary.tasks == len(views) >= 10
     assert manifest.gate["passed"], manifest.gate  # the text-only shortcut probes still hold on model framings
     assert all(v.question.endswith(INSTRUCTIONS) and "Can the packet be assembled" in v.question for v in views)
     with shared_graph._driver.session() as s:  # noqa: SLF001 - the test reads the audit trail as a reviewer would

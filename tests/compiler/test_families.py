@@ -25,7 +25,7 @@ def test_the_chain_is_the_documented_order() -> None:
     assert [(r.family.value, r.name) for r in families.rules()] == [
         ("missing_evidence", "removed"), ("packet_submission", "renamed"), ("source_integrity", "defective"),
         ("packet_escalation", "defective_support"), ("calibration_sufficiency", "calibrated"),
-        ("packet_submission", "clean")]
+        ("packet_submission", "corrected"), ("packet_submission", "clean")]
     assert families.priority_order()[0] == Family.SOURCE_INTEGRITY
 
 

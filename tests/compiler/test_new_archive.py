@@ -1,10 +1,14 @@
-"""A new archive, one no other test has seen, compiles without a code change and passes the same gate.
+"""A new archive, one no other test has seen, compiles without a code change, passes the same gate, and yields
+every decision it supports (issue 29, "reach").
 
-The archive is written into tmp_path: two NERDm records built on the header of the real mds2-4103 record
-(read in place) with components of their own, and a plain folder of release notes in the AM Bench
-summary format. Their facts are of the kinds real archives hold: checksum files that agree and one that
-does not, a readme whose checksum file the record marks invalid, a CSV labelled as Excel, files a release
-removed, renamed and changed.
+The archive is written into tmp_path: NERDm records built on the header of the real mds2-4103 record (read in
+place) with components of their own, and a plain folder of release notes in the AM Bench summary format. One
+of each pattern a real archive holds: checksum files that agree and one that does not; a readme whose checksum
+file the record marks invalid (a flag, and packets resting on it escalate); a placeholder media type (a flag)
+beside a CSV labelled as Excel (the type Windows gives .csv: not a defect); a checksum file that describes a
+file the record does not list (missing evidence); a beam profile and an uncertainty analysis the record names
+for the absorption data (calibration); files a release removed, renamed and corrected, as its changelog states,
+and the same kinds of change that no changelog states (no task).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -22,45 +27,54 @@ from voe.graph import Graph
 DATAFILE = ["nrdp:DataFile", "nrdp:DownloadableFile", "dcat:Distribution"]
 CHECKSUM = ["nrdp:ChecksumFile", "nrdp:DownloadableFile", "dcat:Distribution"]
 ALG = {"tag": "sha256", "@type": "Thing"}
+SHARED = ["mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template", "FACTS.md", "ambench-releases"]
 
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _record(archives: Path, root: Path, n: int, folders: dict[str, list[str]], bad_sidecar: set[str],
-            readme_valid: bool, mislabelled: set[str]) -> Path:
-    doc: dict[str, Any] = copy.deepcopy(json.loads((archives / "mds2-4103" / "nerdm.json").read_text()))
-    ident = f"mds2-{n}"
-    doc.update({"@id": f"ark:/88434/{ident}", "ediid": f"ark:/88434/{ident}", "doi": f"doi:10.18434/{ident}",
-                "title": f"Generated AM measurement record {n}", "version": "1.0.0", "references": [],
-                "landingPage": f"https://data.nist.gov/od/id/{ident}"})
-    comps: list[dict[str, Any]] = []
+class _Record:
+    def __init__(self, archives: Path, n: int, title: str, readme_valid: bool = True) -> None:
+        self.doc: dict[str, Any] = copy.deepcopy(json.loads((archives / "mds2-4103" / "nerdm.json").read_text()))
+        self.n, self.ident = n, f"mds2-{n}"
+        self.doc.update({"@id": f"ark:/88434/{self.ident}", "ediid": f"ark:/88434/{self.ident}",
+                         "doi": f"doi:10.18434/{self.ident}", "title": title, "version": "1.0.0", "references": [],
+                         "landingPage": f"https://data.nist.gov/od/id/{self.ident}"})
+        self.comps: list[dict[str, Any]] = []
+        self.file(f"{n}_ReadMe.txt", "text/plain", valid=readme_valid)
 
-    def datafile(path: str, media: str) -> None:
-        digest = _digest(f"{n}/{path}")
-        url = f"https://data.nist.gov/od/ds/ark:/88434/{ident}/{path}"
-        comps.append({"@id": f"cmps/{path}", "@type": DATAFILE, "filepath": path, "downloadURL": url,
-                      "mediaType": media, "title": path.rsplit(".", 1)[0], "size": 1000 + len(path),
-                      "checksum": {"hash": digest, "algorithm": ALG}})
-        sidecar = _digest(digest) if path not in bad_sidecar else _digest(f"other/{path}")
-        comps.append({"@id": f"cmps/{path}.sha256", "@type": CHECKSUM, "filepath": f"{path}.sha256",
-                      "downloadURL": url + ".sha256", "algorithm": ALG, "describes": f"cmps/{path}",
-                      "description": f"SHA-256 checksum value for {path.rsplit('/', 1)[-1]}", "mediaType": "text/plain",
-                      "size": 64, "valid": readme_valid or not path.endswith("ReadMe.txt"),
-                      "checksum": {"hash": sidecar, "algorithm": ALG}})
+    def file(self, path: str, media: str, description: str | None = None, bad_sidecar: bool = False,
+             valid: bool = True) -> None:
+        digest = _digest(f"{self.n}/{path}")
+        url = f"https://data.nist.gov/od/ds/ark:/88434/{self.ident}/{path}"
+        comp = {"@id": f"cmps/{path}", "@type": DATAFILE, "filepath": path, "downloadURL": url, "mediaType": media,
+                "title": path.rsplit("/", 1)[-1].rsplit(".", 1)[0], "size": 1000 + len(path),
+                "checksum": {"hash": digest, "algorithm": ALG}}
+        if description:
+            comp["description"] = description
+        self.comps.append(comp)
+        self.sidecar(path, _digest(f"other/{path}") if bad_sidecar else _digest(digest), valid)
 
-    datafile(f"{n}_ReadMe.txt", "text/plain")
-    for folder, files in folders.items():
-        comps.append({"@id": f"cmps/{folder}", "@type": ["nrdp:Subcollection"], "filepath": folder})
+    def sidecar(self, target: str, declared: str, valid: bool = True) -> None:
+        url = f"https://data.nist.gov/od/ds/ark:/88434/{self.ident}/{target}.sha256"
+        self.comps.append({"@id": f"cmps/{target}.sha256", "@type": CHECKSUM, "filepath": f"{target}.sha256",
+                           "downloadURL": url, "algorithm": ALG, "describes": f"cmps/{target}",
+                           "description": f"SHA-256 checksum value for {target.rsplit('/', 1)[-1]}",
+                           "mediaType": "text/plain", "size": 64, "valid": valid,
+                           "checksum": {"hash": declared, "algorithm": ALG}})
+
+    def folder(self, name: str, files: list[str], bad: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        self.comps.append({"@id": f"cmps/{name}", "@type": ["nrdp:Subcollection"], "filepath": name})
         for f in files:
-            path = f"{folder}/{f}"
-            datafile(path, "application/vnd.ms-excel" if path in mislabelled else "text/csv")
-    doc["components"] = comps
-    out = root / ident
-    out.mkdir()
-    (out / "nerdm.json").write_text(json.dumps(doc, indent=2))
-    return out
+            self.file(f"{name}/{f}", "text/csv", bad_sidecar=f in bad)
+
+    def write(self, root: Path) -> Path:
+        self.doc["components"] = self.comps
+        out = root / self.ident
+        out.mkdir()
+        (out / "nerdm.json").write_text(json.dumps(self.doc, indent=2))
+        return out
 
 
 def _summary(rows: dict[str, list[tuple[str, str, int]]]) -> str:
@@ -80,11 +94,13 @@ def _releases(root: Path) -> Path:
     for i in range(1, 6):
         rows[f"NL-Part-U{i}.xml"] = [("1.0.0", sha(f"u{i}"), 900 + i), ("1.1.0", sha(f"u{i}"), 900 + i)]
     for i in range(1, 5):
-        rows[f"NL-Part-X{i}.xml"] = [("1.0.0", sha(f"x{i}"), 800 + i)]  # removed
+        rows[f"NL-Part-X{i}.xml"] = [("1.0.0", sha(f"x{i}"), 800 + i)]  # removed (X1, X2 stated; X3, X4 not)
     for i in range(1, 3):
-        rows[f"NL-Scan-Y{i}.xml"] = [("1.0.0", sha(f"y{i}"), 700 + i)]  # renamed to NL_Scan_Y{i}.xml
+        rows[f"NL-Scan-Y{i}.xml"] = [("1.0.0", sha(f"y{i}"), 700 + i)]  # renamed to NL_Scan_Y{i}.xml (stated rule)
         rows[f"NL_Scan_Y{i}.xml"] = [("1.1.0", sha(f"y{i}-new"), 710 + i)]
         rows[f"NL-Mat-Z{i}.xml"] = [("1.0.0", sha(f"z{i}"), 600 + i), ("1.1.0", sha(f"z{i}-fixed"), 605 + i)]
+    rows["NL-Log-W1.xml"] = [("1.0.0", sha("w1"), 400)]  # "renamed" by name to NL_Log_W1.xml: no statement
+    rows["NL_Log_W1.xml"] = [("1.1.0", sha("w1-new"), 410)]
     rows["NL-Part-N1.xml"] = [("1.1.0", sha("n1"), 500)]
     folder = root / "newlab-releases"
     notes = folder / "release-notes"
@@ -99,27 +115,84 @@ def _releases(root: Path) -> Path:
     return folder
 
 
-def test_a_new_archive_compiles_and_passes_the_gate(graph: Graph, archives: Path, tmp_path: Path) -> None:
-    clean = _record(archives, tmp_path, 9001,
-                    {"Melt_Pools": ["a.csv", "b.csv"], "Porosity": ["c.csv", "d.csv"], "Hardness": ["e.csv", "f.csv"],
-                     "Spectra": ["g.csv", "h.csv"]},
-                    bad_sidecar={"Hardness/e.csv"}, readme_valid=True, mislabelled={"Spectra/h.csv"})
-    blocked = _record(archives, tmp_path, 9002,
-                      {"Layers": ["a.csv"], "Tracks": ["b.csv"], "Images": ["c.csv"], "Widths": ["d.csv"]},
-                      bad_sidecar={"Widths/d.csv"}, readme_valid=False, mislabelled=set())
-    releases = _releases(tmp_path)
-    report = ingest_paths([clean, blocked, releases], graph)
+def _new_archive(archives: Path, root: Path) -> list[Path]:
+    lab = _Record(archives, 9001, "Generated laser absorption record 9001")
+    lab.folder("Melt_Pools", ["a.csv", "b.csv"])
+    lab.folder("Porosity", ["c.csv", "d.csv"])
+    lab.folder("Hardness", ["e.csv", "f.csv"], bad={"e.csv"})
+    lab.file("Spectra_Summary.csv", "application/vnd.ms-excel")  # the type Windows gives .csv: fine
+    lab.file("Spot_Xray_Movie.avi", "video/example")  # a reserved placeholder type: misidentifies the file
+    lab.sidecar("Porosity/withdrawn_scan.csv", _digest("a digest of a file the record does not list"))
+    lab.file("Spot_Calibrated_Absorption.csv", "text/csv", "Time-dependent absolute absorption of the spot test.")
+    lab.file("Scan_Calibrated_Absorption.csv", "text/csv", "Time-dependent absolute absorption of the scan test.")
+    lab.file("Beam_Profile_Normalized.csv", "text/csv", "Beam profile data whose integral is normalized to 1.")
+    lab.file("Absorption_Uncertainty_Analysis.pdf", "application/pdf",
+             "Uncertainty analysis of the absorptivity data given in this dataset.")
+    blocked = _Record(archives, 9002, "Generated track record 9002", readme_valid=False)
+    blocked.folder("Layers", ["a.csv"])
+    blocked.folder("Tracks", ["b.csv"])
+    blocked.folder("Images", ["c.csv"])
+    blocked.folder("Widths", ["d.csv"], bad={"d.csv"})
+    return [lab.write(root), blocked.write(root), _releases(root)]
+
+
+def _by_family(pkg: Path) -> tuple[dict[str, set[str]], Any, Any]:
+    """Each family's subjects by their menu title (an unavailable item's observation carries no title)."""
+    views, _, answers, manifest = load_package(pkg)
+    titles = {e.evidence_id: e.title for v in views for e in v.menu}
+    found: dict[str, set[str]] = {}
+    for a in answers.values():
+        found.setdefault(a.family.value, set()).add(titles[a.binding[0]])
+    return found, answers, manifest
+
+
+def test_a_new_archive_yields_each_decision_it_supports_and_passes_the_gate(graph: Graph, archives: Path,
+                                                                             tmp_path: Path) -> None:
+    report = ingest_paths(_new_archive(archives, tmp_path), graph)
     assert report.errors == []
     summary = compile_package(graph, tmp_path / "pkg")
     assert summary.gate_passed, gate_table(summary)
-    assert set(summary.families) == {"source_integrity", "missing_evidence", "packet_escalation",
-                                     "packet_submission"}
-    _, evidence, answers, _ = load_package(tmp_path / "pkg")
-    by_family: dict[str, set[str]] = {}
-    for a in answers.values():
-        by_family.setdefault(a.family.value, set()).add(str(evidence[a.binding[0]].title))
-    # the defects are the ones written into the archive, and nothing else
-    assert by_family["source_integrity"] == {"Hardness", "Spectra", "Widths", "9002_ReadMe"}
-    assert {"Layers", "Tracks", "Images"} == by_family["packet_escalation"]
-    assert all(t.startswith("NL-Part-X") for t in by_family["missing_evidence"])
-    assert {t.split(" ")[0] for t in by_family["missing_evidence"]} >= {"NL-Part-X1.xml", "NL-Part-X2.xml"}
+    found, answers, manifest = _by_family(tmp_path / "pkg")
+    assert set(found) == {"source_integrity", "missing_evidence", "packet_escalation", "packet_submission",
+                          "calibration_sufficiency"}, found
+    # the defects are the ones written into the archive, and nothing else: not the CSV labelled as Excel
+    assert found["source_integrity"] <= {"Hardness", "Widths", "9002_ReadMe", "Spot_Xray_Movie"}
+    assert {"Spot_Xray_Movie", "9002_ReadMe"} <= found["source_integrity"]
+    assert found["packet_escalation"] <= {"Layers", "Tracks", "Images"} and found["packet_escalation"]
+    # a checksum file of a file the record does not list; the removals its changelog states, not the others
+    assert found["missing_evidence"] <= {"withdrawn_scan.csv", "NL-Part-X1.xml (release-file-change-summary-1.0.0-"
+                                         "to-1.1.0.html)", "NL-Part-X2.xml (release-file-change-summary-1.0.0-to-"
+                                         "1.1.0.html)"}
+    assert "withdrawn_scan.csv" in found["missing_evidence"]
+    assert found["calibration_sufficiency"] <= {"Spot_Calibrated_Absorption", "Scan_Calibrated_Absorption"}
+    calibration = next(a for a in answers.values() if a.family.value == "calibration_sufficiency")
+    assert {e.rsplit("/", 1)[-1] for e in calibration.reference_payload} >= {"Beam_Profile_Normalized.csv",
+                                                                           "Absorption_Uncertainty_Analysis.pdf"}
+    titles = " ".join(t for ts in found.values() for t in ts)
+    for unstated in ("NL-Part-X3", "NL-Part-X4", "NL-Mat-Z2", "NL-Log-W1"):
+        assert unstated not in titles, unstated  # a change no changelog states decides nothing
+    submitted = found["packet_submission"]
+    assert any(t.startswith("NL-Scan-Y") for t in submitted) or any(t.startswith("NL-Part-X") for t in
+                                                                    found["missing_evidence"])
+    # independent decisions, and the manifest says where they come from
+    per_fact = Counter(f for a in answers.values() for f in set(a.gold_facts))
+    assert max(per_fact.values()) <= 2 and len(per_fact) >= 0.5 * len(answers)
+    assert set(manifest.counts["by_archive"]) == {"ark:/88434/mds2-9001@1.0.0", "ark:/88434/mds2-9002@1.0.0",
+                                                  "folder:newlab-releases@unversioned"}
+
+
+def test_the_shared_archives_with_a_new_one_keep_the_gate_and_the_fact_limits(graph: Graph, archives: Path,
+                                                                             tmp_path: Path) -> None:
+    paths = [archives / s for s in SHARED] + _new_archive(archives, tmp_path)
+    assert ingest_paths(paths, graph).errors == []
+    summary = compile_package(graph, tmp_path / "pkg")
+    assert summary.gate_passed, gate_table(summary)
+    _, answers, manifest = _by_family(tmp_path / "pkg")
+    per_fact = Counter(f for a in answers.values() for f in set(a.gold_facts))
+    assert max(per_fact.values()) <= 2 and len(per_fact) >= 0.5 * len(answers)
+    assert manifest.counts["gold_facts"] == len(per_fact) and summary.families_absent == {}
+    # a workflow yields more than one clean submission when its packets rest on different things
+    clean = Counter(a.task_id and next(v.workflow_id for v in load_package(tmp_path / "pkg")[0] if v.task_id == a.task_id)
+                    for a in answers.values() if a.reference_class.value == "submit_risk_packet"
+                    and a.binding[0] in a.reference_payload)
+    assert clean and max(clean.values()) >= 1

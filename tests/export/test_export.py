@@ -182,7 +182,7 @@ def test_content_hash_is_stable_across_exports_key_order_and_blank_node_labels(
     for name in (TASKS, EVIDENCE, ANSWERS):
         edit(crate / name, lambda d, c=counter: d.update(_reorder_and_relabel(d, c)))
         assert (crate / name).read_bytes() != (out / name).read_bytes()
-    assert counter[0] > 100  # reference steps, binding rules: there were blank nodes to relabel
+    assert counter[0] > 50  # reference steps, binding rules: there were blank nodes to relabel
     assert content_hash(crate)[0] == summary.content_hash
     validate(crate)
 

@@ -116,7 +116,7 @@ def test_cli_reports_an_unreachable_neo4j_without_a_traceback(archives: Path, cl
 
 
 def test_cli_strict_exits_1_on_defects(graph: Graph, archives: Path, tmp_path: Path, cli_env: dict[str, str]) -> None:
-    folder = copy_record(archives / "mds2-2106", tmp_path / "r")
+    folder = copy_record(archives / "mds2-2525", tmp_path / "r")
     proc = _voe(["ingest", str(folder), "--strict"], cli_env)
-    assert proc.returncode == 1  # mds2-2106 lists a CSV as application/vnd.ms-excel
-    assert "media_type_mismatch 1" in proc.stdout
+    assert proc.returncode == 1  # mds2-2525 declares its two AVIs video/example, a reserved placeholder type
+    assert "media_type_mismatch 2" in proc.stdout

@@ -34,11 +34,14 @@ def test_sidecars_in_a_plain_folder_are_checksum_files(graph: Graph, tmp_path: P
     assert report.errors == []
     assert report.components == {"ChecksumFile": 3, "DataFile": 2, "Subcollection": 1}
     assert report.defects == {"sidecar_checksum_mismatch": 1, "sidecar_target_missing": 1}
-    assert sum(report.evidence.values()) == 2
+    assert sum(report.evidence.values()) == 3
     evidence = rows(graph, "MATCH (e:Evidence) OPTIONAL MATCH (e)-[:EVIDENCED_BY]->(c) "
-                           "RETURN e.filepath AS f, labels(c) AS labels")
-    assert sorted(r["f"] for r in evidence) == ["good.csv", "sub/bad.csv"]
-    assert all("ChecksumFile" not in r["labels"] for r in evidence)
+                           "RETURN e.filepath AS f, labels(c) AS labels, e.provenance AS p, e.available AS a")
+    assert sorted(r["f"] for r in evidence) == ["good.csv", "orphan.csv", "sub/bad.csv"]
+    assert all("ChecksumFile" not in (r["labels"] or []) for r in evidence)
+    # the file the orphan checksum file attests: evidence with no acquisition path (a request answers unavailable)
+    orphan = next(r for r in evidence if r["f"] == "orphan.csv")
+    assert (orphan["labels"], orphan["p"], orphan["a"]) == (None, "attested", False)
     sidecars = rows(graph, "MATCH (s:Component) WHERE s.filepath ENDS WITH '.sha256' "
                            "RETURN s.filepath AS f, labels(s) AS labels, s.describes AS d ORDER BY f")
     assert [(r["f"], sorted(r["labels"])) for r in sidecars] == [

@@ -51,28 +51,29 @@ def test_release_notes_become_located_evidence(graph: Graph, archives: Path) -> 
     html21 = decode_text((root / s21).read_bytes()).splitlines()
     changelog21 = decode_text((root / CHANGELOG_2_1).read_bytes()).splitlines()
 
-    # 2.1.0 removed L7, L8 and L9: unavailable, located at their one html_row and at the changelog lines
-    expected_lines = {"L7": {"L7", "L9"}, "L8": {"L8", "L10"}, "L9": {"L8", "L10"}}
-    for specimen, lines in expected_lines.items():
+    # 2.1.0 removed L7, L8 and L9, as item 2 of its changelog states: unavailable, located at their one html_row
+    # and at the lines of that item (L5-L10), which names each of them
+    for specimen in ("L7", "L8", "L9"):
         name = f"AMB2022-718-AMMT-B6-P2-{specimen}.xml"
         e = ev[(s21, name)]
         assert (e["release_status"], e["available"], e["held"], e["release_from"], e["release_to"]) == (
             "removed", False, False, "2.0.0", "2.1.0")
-        assert e["releases"] == ["2.0.0"] and e["components"] == 0
+        assert e["releases"] == ["2.0.0"] and e["components"] == 0 and e["release_stated"] is True
         assert e["id"] == f"ev:folder:ambench-releases@unversioned/{s21}#{name}"
         html_rows = [loc for loc in e["locs"] if loc["kind"] == "html_row"]
         assert len(html_rows) == 1 and html_rows[0]["sha"] == _sha(root / s21)
         assert html21[html_rows[0]["line"] - 1].strip() == "<tr>" and html_rows[0]["locator"] == f"L{html_rows[0]['line']}"
         assert html_rows[0]["text"].startswith(f"{name} | 2.0.0 | ")
-        assert _changelog_lines(e["locs"], root / CHANGELOG_2_1) == lines
-        for loc in e["locs"]:
-            if loc["kind"] == "line" and loc["sha"] == _sha(root / CHANGELOG_2_1):
-                assert changelog21[loc["line"] - 1] == loc["text"]
-                assert f"B6-P2-{specimen}.xml'" in loc["text"] or f"B6-P2-{specimen}'" in loc["text"]
-                assert "L7-L8-L9-O1" not in loc["text"]  # the replacement's line does not name the removed files
+        assert _changelog_lines(e["locs"], root / CHANGELOG_2_1) == {f"L{n}" for n in range(5, 11)}
+        item = sorted((loc for loc in e["locs"] if loc["kind"] == "line" and loc["sha"] == _sha(root / CHANGELOG_2_1)),
+                      key=lambda loc: loc["line"])
+        assert all(changelog21[loc["line"] - 1] == loc["text"] for loc in item)
+        assert item[0]["text"].lstrip().startswith("2.") and f"B6-P2-{specimen}.xml'" in " ".join(
+            loc["text"] for loc in item)
     # the table drops a fourth file the changelog does not name: only its row locates it
     w4 = ev[(s21, "AMB2022-718-AMMT-B8-P3-L10-W4.xml")]
     assert w4["release_status"] == "removed" and {loc["kind"] for loc in w4["locs"]} == {"html_row"}
+    assert w4["release_stated"] is False  # no gold rests on it
 
     # 2.1.0 corrected 718-SH1.xml: changed, in the release, rows of both releases and the changelog lines
     sh1 = ev[(s21, "718-SH1.xml")]
@@ -80,8 +81,9 @@ def test_release_notes_become_located_evidence(graph: Graph, archives: Path) -> 
     assert (sh1["sha1"], sh1["size"], sh1["releases"]) == ("eb4737b1db73d4aa6fc974ba389704caf3ffecda", 660,
                                                            ["2.0.0", "2.1.0"])
     assert len([loc for loc in sh1["locs"] if loc["kind"] == "html_row"]) == 2
-    assert _changelog_lines(sh1["locs"], root / CHANGELOG_2_1) == {"L11", "L12"}
-    assert _changelog_lines(sh1["locs"], root / CHANGELOG_2_0) == {"L12"}
+    assert _changelog_lines(sh1["locs"], root / CHANGELOG_2_1) == {"L11", "L12"} and sh1["release_stated"] is True
+    # the 2.0.0 changelog names the file too (item 1b), but for another release: not a statement of this change
+    assert _changelog_lines(sh1["locs"], root / CHANGELOG_2_0) == set()
 
     # 2.0.0 renamed the composition files: the old name points to the new one, and back
     old, new = "AMB2022-Composition-718-AMMT-B8-G1.xml", "AMB2022_Composition_718-AMMT-B8-G1.xml"
@@ -90,8 +92,10 @@ def test_release_notes_become_located_evidence(graph: Graph, archives: Path) -> 
     assert (target["release_status"], target["renamed_from"], target["available"], target["held"]) == (
         "rename_target", old, True, False)
     assert renamed["releases"] == ["1.0.0"] and target["releases"] == ["2.0.0", "2.1.0"]
-    assert _changelog_lines(renamed["locs"], root / CHANGELOG_2_0) == {"L23"}
-    assert _changelog_lines(target["locs"], root / CHANGELOG_2_0) == {"L24"}
+    # item 2 of the 2.0.0 changelog states the prefix replacement (L18-L24): both names are located at it
+    item2 = {f"L{n}" for n in range(18, 25)}
+    assert _changelog_lines(renamed["locs"], root / CHANGELOG_2_0) == item2 and renamed["release_stated"] is True
+    assert _changelog_lines(target["locs"], root / CHANGELOG_2_0) == item2 and target["release_stated"] is True
 
     # counts per summary: the graph's statuses, the parser's summary on the File, and the HTML's own lists
     files = {r["name"]: json.loads(r["s"]) for r in rows(

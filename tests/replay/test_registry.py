@@ -18,7 +18,8 @@ def test_the_cli_choices_are_the_registry_in_kind_order() -> None:
     assert kinds == sorted(kinds, key=KIND_ORDER.index) and kinds[0] == "reference"
     assert {s.name for s in specs("probe")} == {n for n in names() if n.startswith("probe:")}
     assert all(s.about for s in specs())
-    assert get("probe:unheld_flag").gate == "recorded" and get("random").gate == "limit" and get("reference").reads_answer
+    assert get("probe:unheld_flag").gate == "limit" and get("probe:chained_rules").gate == "limit"
+    assert get("random").gate == "limit" and get("reference").reads_answer
 
 
 def test_unknown_names_and_clashes_are_refused() -> None:

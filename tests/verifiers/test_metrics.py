@@ -9,10 +9,12 @@ import pytest
 from compiler.models import Action, Family, ReferenceStep, TaskAnswer
 from verifiers.graph_verify import Verdict
 from verifiers.metrics import (
+    ZERO_WIDTH,
     TrajectoryScore,
     cluster_bootstrap_ci,
     cluster_ci,
     cluster_se,
+    clusters_of,
     paired,
     rate,
     score_trajectory,
@@ -55,8 +57,8 @@ def test_per_pass_interval_uses_exact_quantile() -> None:
     m = sum(per) / 41
     sd = math.sqrt(sum((x - m) ** 2 for x in per) / 40)
     r = rate(values)
-    assert r.method == "student_t_over_passes"
-    assert r.ci95[1] - m == pytest.approx(2.0210754 * sd / math.sqrt(41), abs=1e-6)
+    assert r.passes_method == "student_t_over_passes" and r.method.startswith("cluster_robust_t")
+    assert r.ci95_passes[1] - m == pytest.approx(2.0210754 * sd / math.sqrt(41), abs=1e-6)
 
 
 def test_paired_uses_exact_quantile() -> None:
@@ -108,9 +110,9 @@ def test_clustering_identical_per_cluster_data_widens_the_interval() -> None:
     groups = {0: [f"w{w}" for w in range(10) for _ in range(5)]}
     r = rate(values, groups)
     naive = wilson(30, 50)
-    assert r.method == "wilson" and r.ci95 == naive
+    assert r.passes_method == "wilson" and r.ci95_passes == naive
     assert r.clusters == 10
-    width = r.ci95_cluster[1] - r.ci95_cluster[0]
+    width = r.ci95[1] - r.ci95[0]  # the headline is the clustered interval
     assert width > 1.5 * (naive[1] - naive[0])
     boot = r.ci95_cluster_bootstrap[1] - r.ci95_cluster_bootstrap[0]
     # the bootstrap resamples clusters, not trajectories: wider than a bootstrap of independent trajectories
@@ -120,7 +122,7 @@ def test_clustering_identical_per_cluster_data_widens_the_interval() -> None:
     # and the same data without clusters gives the naive width back
     r0 = rate(values)
     assert r0.clusters == 50
-    assert r0.ci95_cluster[1] - r0.ci95_cluster[0] < 0.7 * width
+    assert r0.ci95[1] - r0.ci95[0] < 0.7 * width
 
 
 # --- cluster bootstrap ---------------------------------------------------------------------------------------------
@@ -142,7 +144,7 @@ def test_bootstrap_is_deterministic() -> None:
 def test_one_cluster_gives_the_point_value() -> None:
     r = rate({0: [True, False, True, True]}, {0: ["w", "w", "w", "w"]})
     assert r.clusters == 1
-    assert r.ci95_cluster == (0.75, 0.75)
+    assert r.ci95 == (0.75, 0.75)
     assert r.ci95_cluster_bootstrap == (0.75, 0.75)
     assert "one cluster" in r.cluster_method
 
@@ -150,20 +152,20 @@ def test_one_cluster_gives_the_point_value() -> None:
 def test_all_equal_values_give_the_point_value() -> None:
     r = rate({0: [True] * 6, 1: [True] * 6}, {0: list("aabbcc"), 1: list("aabbcc")})
     assert r.clusters == 3
-    assert r.ci95_cluster == (1.0, 1.0)
+    assert r.ci95 == (1.0, 1.0)
     assert r.ci95_cluster_bootstrap == (1.0, 1.0)
     assert "no variance between clusters" in r.cluster_method
     z = rate({0: [False] * 4}, {0: list("abcd")})
-    assert z.ci95_cluster == (0.0, 0.0) and z.ci95_cluster_bootstrap == (0.0, 0.0)
+    assert z.ci95 == (0.0, 0.0) and z.ci95_cluster_bootstrap == (0.0, 0.0)
 
 
 def test_zero_trajectories_give_finite_intervals() -> None:
     r = rate({})
     assert (r.n, r.clusters, r.mean) == (0, 0, 0.0)
-    assert r.ci95_cluster == (0.0, 0.0) and r.ci95_cluster_bootstrap == (0.0, 0.0)
-    assert _finite(r.ci95)
+    assert r.ci95 == (0.0, 0.0) and r.ci95_cluster_bootstrap == (0.0, 0.0)
+    assert _finite(r.ci95_passes)
     out = summarize([], "none", 1)
-    assert out["evidence_grounded_valid"]["ci95_cluster"] == (0.0, 0.0)
+    assert out["evidence_grounded_valid"]["ci95"] == (0.0, 0.0)
     assert out["evidence_grounded_valid"]["clusters"] == 0
 
 
@@ -199,15 +201,16 @@ def test_summarize_carries_clustered_intervals_overall_and_per_family() -> None:
                 fam = "source_integrity" if t < 2 else "missing_evidence"
                 scores.append(_score(f"w{w}t{t}", w < 2, cluster=f"w{w}", family=fam, pass_index=p))
     out = summarize(scores, "ref", 2)
-    keys = ("ci95", "method", "ci95_cluster", "ci95_cluster_bootstrap", "clusters", "cluster_method")
+    keys = ("ci95", "method", "ci95_passes", "passes_method", "ci95_cluster_bootstrap", "clusters", "cluster_method")
     for name in ("evidence_grounded_valid", "action_valid", "acquired_any", "acquired_all"):
         assert all(k in out[name] for k in keys), name
         assert out[name]["clusters"] == 4
-        assert _finite(out[name]["ci95_cluster"]) and _finite(out[name]["ci95_cluster_bootstrap"])
+        assert _finite(out[name]["ci95"]) and _finite(out[name]["ci95_cluster_bootstrap"])
     egv = out["evidence_grounded_valid"]
-    assert egv["method"] == "student_t_over_passes (no variance between passes)" and egv["ci95"] == (0.5, 0.5)
-    # the same deterministic outcome twice is not 2x the evidence: the clustered interval is wide
-    assert egv["ci95_cluster"][1] - egv["ci95_cluster"][0] > 0.5
+    # a deterministic policy: the per-pass interval has zero width and says so; it is never the headline
+    assert egv["passes_method"] == f"student_t_over_passes ({ZERO_WIDTH})" and egv["ci95_passes"] == (0.5, 0.5)
+    # the same deterministic outcome twice is not 2x the evidence: the clustered headline is wide
+    assert egv["method"] == "cluster_robust_t" and egv["ci95"][1] - egv["ci95"][0] > 0.5
     for fam in ("source_integrity", "missing_evidence"):
         f = out["by_family"][fam]["evidence_grounded_valid"]
         assert all(k in f for k in keys)
@@ -216,3 +219,11 @@ def test_summarize_carries_clustered_intervals_overall_and_per_family() -> None:
     bare = summarize([s.model_copy(update={"cluster": ""}) for s in scores], "ref", 2)
     assert bare["evidence_grounded_valid"]["clusters"] == 12
     assert bare["by_family"]["missing_evidence"]["evidence_grounded_valid"]["clusters"] == 4
+
+
+def test_clusters_join_tasks_that_share_a_workflow_or_a_gold_fact() -> None:
+    tasks = {"t1": ("wf:a", ["defect:x"]), "t2": ("wf:a", ["clean:y"]), "t3": ("wf:b", ["defect:x"]),
+             "t4": ("wf:c", ["clean:z"]), "t5": ("wf:d", [])}
+    got = clusters_of(tasks)
+    assert got["t1"] == got["t2"] == got["t3"] == "wf:a"  # t3's workflow is joined through the shared fact
+    assert got["t4"] == "wf:c" and got["t5"] == "wf:d"

@@ -28,7 +28,7 @@ def test_every_command_works_through_a_routing_uri(graph: Graph, archives: Path,
         assert done.returncode == 0, done.stderr
         return done
 
-    ingested = json.loads(voe("ingest", str(archives / "mds2-2106"), "--json").stdout)
+    ingested = json.loads(voe("ingest", str(archives / "mds2-2525"), "--json").stdout)
     assert ingested["records"] == 1 and ingested["graph"]["nodes_created"] > 0
     compiled = json.loads(voe("compile", "--out", str(tmp_path / "pkg"), "--json").stdout)
     assert compiled["tasks"] > 0

@@ -1,0 +1,185 @@
+"""The evidence catalog the compiler decides with: every item of the graph with what a request returns for it
+(compiler/observations.py) and the verifier-only facts (defects bound to the nearest item, items our own tools
+could not decide), and what a packet or a menu asks of an item: its file, whether this copy holds it, whether
+it looks odd while being fine (ingest/defects.py HARD_NEGATIVES), its readme and its calibration."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.families import source_integrity
+from compiler.families.calibration_sufficiency import calibrates, measurands, text_of
+from compiler.models import EvidenceObject
+from compiler.observations import observe
+from ingest.defects import Decision, decision
+from ingest.media_types import unusual
+from voe.graph import Graph
+
+README_RE = re.compile(r"read_?me", re.I)
+# a script that plots or processes a calibration is software, not the calibration (Beam Profile Imaging.ipynb)
+CODE_RE = re.compile(r"\.(ipynb|py|m|r|jl|sh|bat|ps1|c|cpp|java|js)$", re.I)
+
+
+def h(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+@dataclass
+class Catalog:
+    objects: dict[str, EvidenceObject]
+    rows: dict[str, dict[str, Any]]
+    by_workflow: dict[str, list[str]]
+    workflows: dict[str, str]  # id -> title
+    workflow_of: dict[str, str]  # evidence id -> workflow id
+    own_defects: dict[str, list[str]] = field(default_factory=dict)  # evidence id -> flag-worthy defect ids
+    undecided: set[str] = field(default_factory=set)  # items carrying a finding of our own tools only
+
+    def defect_fact(self, e: str) -> str:
+        """The defects bound to one item are one fact: a folder of 36 disagreeing checksum files is one."""
+        return f"defect:{e}"
+
+    def statement_facts(self, e: str) -> list[str]:
+        """The changelog statement a release item's gold rests on: its item's first line (one statement that
+        names three removed files is one fact)."""
+        lines = [loc for loc in self.rows[e]["locations"] if loc.get("kind") == "line" and loc.get("id")]
+        if not lines:
+            return [f"release:{e}"]
+        first = min(lines, key=lambda loc: (int(loc.get("line") or 0), str(loc["id"])))
+        return [f"statement:{first['id']}"]
+
+    def gap_facts(self, e: str) -> list[str]:
+        if self.rows[e]["provenance"] == "release_notes":
+            return self.statement_facts(e)
+        return [f"attested:{e}"]
+
+
+def workflow_key(row: dict[str, Any]) -> tuple[str, str]:
+    """A NERDm record is one workflow; a plain folder record is one workflow per top-level folder (a
+    release-note item belongs to the folder of the summary that lists it)."""
+    record = str(row["record_id"]).removeprefix("record:")  # versioned: two versions are two workflows
+    path = row.get("filepath") or row.get("listed_in")
+    if str(row["ark"]).startswith("folder:") and path and "/" in path:
+        top = path.split("/", 1)[0]
+        return f"wf:{record}/{top}", f"{row['record_title']} / {top}"
+    return f"wf:{record}", str(row["record_title"])
+
+
+def load_catalog(graph: Graph) -> Catalog:
+    objects: dict[str, EvidenceObject] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    by_wf: dict[str, list[str]] = defaultdict(list)
+    titles: dict[str, str] = {}
+    wf_of: dict[str, str] = {}
+    for row in graph.query("compiler/evidence_catalog"):
+        if row["record_provenance"] == "reconstructed":
+            continue  # a catalog written from facts about records NIST publishes: no decision rests on it
+        eid = row["evidence_id"]
+        row["name"] = row["title"]
+        if row["provenance"] == "release_notes":  # two summaries list the same basename: say which one
+            row["title"] = f"{row['name']} ({str(row.get('listed_in')).rsplit('/', 1)[-1]})"
+        rows[eid] = row
+        wf, title = workflow_key(row)
+        titles[wf] = title
+        wf_of[eid] = wf
+        by_wf[wf].append(eid)
+        objects[eid] = observe(row)
+    cat = Catalog(objects, rows, {k: sorted(v) for k, v in by_wf.items()}, titles, wf_of)
+    cat.own_defects, cat.undecided = _bind_defects(graph, cat)
+    return cat
+
+
+def _bind_defects(graph: Graph, cat: Catalog) -> tuple[dict[str, list[str]], set[str]]:
+    """A defect in Cross_Sections/Tracks_Results shows on Cross_Sections too: bind it to the nearest folder.
+    Only defects whose kind leads to a flag bind (ingest/defects.py GOLDS); an item with a finding of our own
+    tools (a parser that failed, a budget) is undecided."""
+    nearest: dict[str, dict[str, Any]] = {}
+    undecided: set[str] = set()
+    for r in graph.query(source_integrity.QUERY):
+        if r["evidence_id"] not in cat.rows:
+            continue
+        best = nearest.get(r["defect_id"])
+        if best is None or (r["depth"], r["evidence_id"]) < (best["depth"], best["evidence_id"]):
+            nearest[r["defect_id"]] = r
+    out: dict[str, list[str]] = defaultdict(list)
+    for did, r in sorted(nearest.items()):
+        verdict = decision(str(r["defect_kind"]))
+        if verdict is Decision.FLAG:
+            out[r["evidence_id"]].append(did)
+        elif verdict is Decision.UNDECIDED:
+            undecided.add(r["evidence_id"])
+    return dict(out), undecided - set(out)
+
+
+def readme_of(cat: Catalog, e: str) -> str | None:
+    wf = cat.workflow_of[e]
+    readmes = [x for x in cat.by_workflow[wf] if x != e and cat.rows[x]["kind"] == "source_document"
+               and cat.objects[x].status == "archived" and x not in cat.undecided
+               and README_RE.search(f"{cat.rows[x].get('filepath') or ''} {cat.rows[x]['title']}")]
+    return readmes[0] if readmes else None
+
+
+def calibrators(cat: Catalog, e: str) -> list[str]:
+    """The items of the subject's workflow the archive names as a calibration of the subject's measurement."""
+    wanted = measurands(text_of(cat.rows[e]))
+    if not wanted or calibrates(cat.rows[e]):
+        return []
+    return [x for x in cat.by_workflow[cat.workflow_of[e]]
+            if x != e and cat.objects[x].status == "archived" and x not in cat.undecided
+            and not CODE_RE.search(str(cat.rows[x].get("filepath") or "")) and calibrates(cat.rows[x]) & wanted]
+
+
+def subject_file(cat: Catalog, e: str) -> str:
+    row = cat.rows[e]
+    members = row.get("members") or []
+    return str((members[0]["path"] if row["is_folder"] and members else row.get("filepath")) or row["name"])
+
+
+def held(cat: Catalog, e: str) -> bool:
+    row = cat.rows[e]
+    return bool(all(m.get("held") for m in row["members"]) if row["is_folder"] else row.get("held"))
+
+
+def extension(cat: Catalog, e: str) -> str:
+    name = subject_file(cat, e).rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[-1].lower() if "." in name else ""
+
+
+def odd_media_type(path: str | None, media_type: str | None) -> bool:
+    """A declared type the extension allows that looks unusual (ingest/media_types.py `unusual`): it looks
+    wrong and is fine."""
+    return bool(path) and unusual(str(path), media_type)
+
+
+def looks_odd(cat: Catalog, e: str) -> bool:
+    """A fact of the item that looks suspicious and is no defect under the rules (ingest/defects.py
+    HARD_NEGATIVES): an odd media type, a BOM or CRLF, a release's change or rename, bytes this copy does not
+    hold of a declared file, a reference or an unavailable item."""
+    row, obj = cat.rows[e], cat.objects[e]
+    files = row.get("members") or [] if row["is_folder"] else [{"path": row.get("filepath"),
+                                                                "media_type": row.get("media_type"),
+                                                                "summary": row.get("local_summary")}]
+    return bool(obj.status in ("referenced", "unavailable") or row.get("release_status") in ("renamed", "changed")
+                or any(odd_media_type(f.get("path"), f.get("media_type")) or _bom_or_crlf(f.get("summary"))
+                       for f in files))
+
+
+def hard_negatives(cat: Catalog, wf: str, exclude: set[str]) -> list[str]:
+    """Items whose facts look suspicious but are no defect under the rules, and defective items that are not
+    the decision's (flagging them is wrong): they go on menus first so that "flag anything odd" fails."""
+    return [e for e in cat.by_workflow[wf] if e not in exclude and e not in cat.undecided
+            and (looks_odd(cat, e) or not held(cat, e) or bool(cat.own_defects.get(e)))]
+
+
+def _bom_or_crlf(summary_json: str | None) -> bool:
+    try:
+        summary = json.loads(summary_json) if summary_json else {}
+    except ValueError:
+        return False
+    return bool(summary.get("bom") or summary.get("crlf"))
+
+

@@ -1,0 +1,73 @@
+"""The root a sealed policy runs in (replay/sealed.py), set up from inside its namespaces.
+
+`unshare --user --map-root-user --net --mount --pid --fork` starts this module as the first process of new
+user, network, mount and PID namespaces: no network (the local Neo4j and its verifier-only properties are out of
+reach), no other process visible (the runner's memory and working folder among them). Here a new root is
+built on an empty tmpfs: the system's own folders (/usr and its links, /etc, /dev, a fresh /proc and /tmp), and
+every `--keep` folder at its own path (the Python installation, the code the child imports, the folder with
+the user's module). Nothing else of the machine is in it: not the package folder, not voe's cache with the
+local Neo4j's store and the LLM cache, not the user's home or project, not another package anywhere on disk.
+The old root is detached after `pivot_root`, and the command after `--` runs in a further user and mount
+namespace, where the new root's mounts are locked.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
+
+
+def _mount(*args: str) -> None:
+    subprocess.run(["mount", *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def build_root(root: Path, keeps: list[Path]) -> None:
+    _mount("-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs", str(root))
+    for name in SYSTEM:
+        src = Path("/") / name
+        if src.is_symlink():
+            (root / name).symlink_to(os.readlink(src))
+        elif src.is_dir():
+            (root / name).mkdir()
+            _mount("--rbind", "-o", "ro", str(src), str(root / name))
+    (root / "dev").mkdir()
+    _mount("--rbind", "/dev", str(root / "dev"))
+    (root / "proc").mkdir()
+    _mount("-t", "proc", "proc", str(root / "proc"))
+    (root / "tmp").mkdir(mode=0o1777)
+    for keep in sorted(keeps, key=lambda p: len(p.parts)):
+        if not keep.is_dir() or any(keep.is_relative_to(Path("/") / s) for s in SYSTEM):
+            continue
+        spot = root / keep.relative_to("/")
+        spot.mkdir(parents=True, exist_ok=True)
+        _mount("--rbind", str(keep), str(spot))
+    (root / ".old").mkdir()
+
+
+def main(argv: list[str]) -> int:
+    if "--" not in argv or "--root" not in argv:
+        print("usage: python -m replay.sandbox --root DIR [--keep DIR]... -- COMMAND...", file=sys.stderr)
+        return 2
+    split = argv.index("--")
+    opts, command = argv[:split], argv[split + 1:]
+    root = Path(opts[opts.index("--root") + 1])
+    keeps = [Path(opts[i + 1]) for i, o in enumerate(opts) if o == "--keep"]
+    cwd = Path.cwd()
+    _mount("--make-rprivate", "/")
+    build_root(root, keeps)
+    os.chdir(root)
+    subprocess.run(["pivot_root", ".", ".old"], check=True)
+    os.chroot(".")
+    _mount("--make-rprivate", "/.old")
+    subprocess.run(["umount", "-l", "/.old"], check=True)
+    os.rmdir("/.old")
+    os.chdir(cwd if cwd.is_dir() else "/tmp")
+    os.execvp("unshare", ["unshare", "--user", "--map-root-user", "--mount", *command])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,62 @@
+"""The child side of a sealed `python:` policy (replay/sealed.py): imports the user's function and answers one
+JSON line per step on stdout for each JSON line on stdin. It reads no file of the package: the task and its
+history arrive on stdin, and only what a policy may see is in them.
+
+    {"episode": "<trajectory id>", "seed": <int>, "task": {...TaskView...}, "history": [...]}  ->  {"action": ...}
+
+A new episode id starts a new `random.Random(seed)` that the function gets on every step of that episode, as
+the in-process runner does. An exception in the function is answered as {"error": "<type>: <message>"}.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import random
+import sys
+from typing import Any
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    return value
+
+
+def main(argv: list[str]) -> int:
+    spec = argv[0] if argv else ""
+    module_name, _, attr = spec.partition(":")
+    from compiler.models import TaskView  # the policy-visible model, nothing verifier-only
+
+    out = sys.stdout
+    sys.stdout = sys.stderr  # a policy's print() must not corrupt the protocol
+    try:
+        fn = getattr(importlib.import_module(module_name), attr)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which names the policy
+        out.write(json.dumps({"error": f"cannot import {spec} ({type(exc).__name__}: {exc})"}) + "\n")
+        out.flush()
+        return 1
+    out.write(json.dumps({"ready": True}) + "\n")
+    out.flush()
+    episode: str | None = None
+    rng = random.Random(0)
+    task: TaskView | None = None
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if msg.get("episode") != episode:
+            episode = msg.get("episode")
+            rng = random.Random(int(msg.get("seed", 0)))
+            task = TaskView.model_validate(msg["task"])
+        try:
+            action = fn(task, msg.get("history", []), rng)
+            reply = {"action": _jsonable(action)}
+            json.dumps(reply)
+        except Exception as exc:  # noqa: BLE001 - the parent records it as the policy's failure
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

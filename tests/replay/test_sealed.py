@@ -1,0 +1,132 @@
+"""`python:` policies are sealed (DESIGN §4, issue 29): a policy that hunts for the answers from where it runs
+finds none, and scores as if it could not look.
+
+The hunting policy tries what a policy with a shell would: answers.jsonl by relative paths, the package's own
+absolute path (written into the module, as a user who knows where the package is would), a walk up every parent
+folder of its working folder and of its own file, every environment variable, the local Neo4j over Bolt, and
+the runner's process. When it finds an answer it submits it; when it does not, it abstains.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from compiler.artifacts import load_package
+from replay.runner import run_policy
+from replay.sealed import namespaces_available
+from voe.config import Neo4jSettings
+
+HUNTER = '''
+import json, os
+from pathlib import Path
+
+PACKAGE = {package!r}
+BOLT = {bolt!r}
+FOUND = []
+
+
+def _answers():
+    candidates = [Path("answers.jsonl"), Path("../answers.jsonl"), Path("pkg/answers.jsonl"),
+                  Path(PACKAGE) / "answers.jsonl", Path(PACKAGE) / "manifest.json"]
+    for start in (Path.cwd(), Path(__file__).resolve().parent):
+        for folder in (start, *start.parents):
+            candidates += [folder / "answers.jsonl", folder / "pkg" / "answers.jsonl"]
+    for value in os.environ.values():
+        if os.sep in value:
+            candidates.append(Path(value) / "answers.jsonl")
+    try:
+        candidates.append(Path("/proc", str(os.getppid()), "cwd") / "pkg" / "answers.jsonl")
+    except OSError:
+        pass
+    for c in candidates:
+        try:
+            text = c.read_text()
+        except OSError:
+            continue
+        FOUND.append(str(c))
+        return {{json.loads(line)["task_id"]: json.loads(line) for line in text.splitlines()
+                if line.strip() and "task_id" in line}}
+    return {{}}
+
+
+def _bolt():
+    host, port = BOLT
+    try:
+        socket_ = __import__("socket").create_connection((host, port), timeout=1)
+    except OSError:
+        return False
+    socket_.close()
+    return True
+
+
+def act(task, history, rng):
+    answers = _answers()
+    leaked = [k for k in os.environ if k.startswith(("NEO4J", "OPENAI", "VOE"))]
+    if answers.get(task.task_id):
+        gold = answers[task.task_id]
+        pulled = {{h["evidence_id"] for h in history}}
+        for step in gold["reference"]:
+            if step.get("evidence_id") and step["evidence_id"] not in pulled:
+                entry = next(e for e in task.menu if e.evidence_id == step["evidence_id"])
+                return {{"action": entry.request_action.value, "evidence_id": step["evidence_id"]}}
+        return {{"action": gold["reference_class"], "payload": gold["reference_payload"]}}
+    if leaked or _bolt():
+        return {{"action": "flag_source_defect", "payload": ["leak:" + ",".join(leaked)]}}
+    return {{"action": "abstain_or_escalate"}}
+'''
+
+
+def test_a_policy_that_hunts_for_the_answers_finds_none(package: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       neo4j_settings: Neo4jSettings) -> None:
+    uri = str(neo4j_settings.uri)
+    host, port = uri.rsplit("/", 1)[-1].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5):
+        pass  # the runner's machine reaches the graph: the policy must not
+    # the user's folder holds the package beside the policy, as in README's walk-through
+    work = tmp_path / "work"
+    work.mkdir()
+    pkg = work / "pkg"
+    os.symlink(package, pkg)
+    # without namespaces (not Linux, no unshare) only the relative, environment and parent-walk routes are closed
+    sealed = os.environ.get("CI") == "true" or namespaces_available()
+    known = str(package) if sealed else "/nonexistent"
+    (work / "hunter.py").write_text(HUNTER.format(package=known, bolt=(host, int(port)) if sealed else ("", 0)))
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("NEO4J_URI", uri)
+    monkeypatch.setenv("VOE_PACKAGE", str(package))
+    info = run_policy(pkg, "python:hunter:act", 1, 0, tmp_path / "run")
+    views, _, answers, _ = load_package(package)
+    steps = [json.loads(line) for line in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
+    actions = {s["action"] for s in steps}
+    # one abstention per task and nothing else: no answer was found, no variable leaked, Bolt was out of reach
+    assert len(steps) == len(views) and actions == {"abstain_or_escalate"}, [s["raw"] for s in steps][:3]
+    abstains = sum(a.reference_class.value == "abstain_or_escalate" for a in answers.values())
+    assert abstains < len(views)  # finding the answers would have shown
+    assert info.sealing == ("namespaces" if sealed else "process")
+
+
+def test_the_sealed_policy_plays_as_the_baseline_it_imitates(package: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same moves through the pipe give the same steps as the in-process baseline."""
+    (tmp_path / "mine.py").write_text(
+        "def act(task, history, rng):\n"
+        "    asked = {h['evidence_id'] for h in history}\n"
+        "    for e in task.menu:\n"
+        "        if e.evidence_id not in asked:\n"
+        "            return {'action': e.request_action.value, 'evidence_id': e.evidence_id}\n"
+        "    return {'action': 'submit_risk_packet', 'payload': [h['evidence_id'] for h in history\n"
+        "                                                      if h['outcome'] == 'revealed']}\n")
+    monkeypatch.chdir(tmp_path)
+    run_policy(package, "python:mine:act", 2, 5, tmp_path / "mine")
+    run_policy(package, "request_everything", 2, 5, tmp_path / "base")
+
+    def moves(run: Path) -> list[tuple[object, ...]]:
+        rows = [json.loads(x) for x in (run / "steps.jsonl").read_text().splitlines()]
+        return [(r["task_id"], r["t"], r["action"], r["evidence_id"], r["payload"], r["outcome"]) for r in rows]
+
+    assert moves(tmp_path / "mine") == moves(tmp_path / "base")
