@@ -14,6 +14,7 @@ namespace, where the new root's mounts are locked.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,8 +22,15 @@ from pathlib import Path
 SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
 
 
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _tool(name: str) -> str:
+    return shutil.which(name) or shutil.which(name, path=SYSTEM_PATH) or f"/usr/bin/{name}"
+
+
 def _mount(*args: str) -> None:
-    subprocess.run(["mount", *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    subprocess.run([_tool("mount"), *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 def build_root(root: Path, keeps: list[Path]) -> None:
@@ -57,16 +65,24 @@ def main(argv: list[str]) -> int:
     root = Path(opts[opts.index("--root") + 1])
     keeps = [Path(opts[i + 1]) for i, o in enumerate(opts) if o == "--keep"]
     cwd = Path.cwd()
+    # the programs are found now, by their real paths: PATH may name folders the new root does not hold (CI's
+    # PATH is a folder of links under /tmp)
+    unshare, pivot_root, umount, mount = (os.path.realpath(_tool(n)) for n in ("unshare", "pivot_root", "umount",
+                                                                                "mount"))
+    program = shutil.which(command[0]) if command else None
+    if program is not None:
+        command = [os.path.realpath(program), *command[1:]]
+    os.environ["PATH"] = SYSTEM_PATH
     _mount("--make-rprivate", "/")
     build_root(root, keeps)
     os.chdir(root)
-    subprocess.run(["pivot_root", ".", ".old"], check=True)
+    subprocess.run([pivot_root, ".", ".old"], check=True)
     os.chroot(".")
-    _mount("--make-rprivate", "/.old")
-    subprocess.run(["umount", "-l", "/.old"], check=True)
+    subprocess.run([mount, "--make-rprivate", "/.old"], check=True)
+    subprocess.run([umount, "-l", "/.old"], check=True)
     os.rmdir("/.old")
     os.chdir(cwd if cwd.is_dir() else "/tmp")
-    os.execvp("unshare", ["unshare", "--user", "--map-root-user", "--mount", *command])
+    os.execv(unshare, [unshare, "--user", "--map-root-user", "--mount", *command])
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ The function runs in a child process (replay/sealed_child.py) that receives each
 and history on a pipe and answers with an action: it is never given the package's path, its working folder is
 an empty temporary folder holding only a copy of the user's module (so neither a relative path nor a walk up
 the folders reaches the package), and its environment holds no NEO4J_*, OPENAI_*, VOE_* or other variable of
-the runner's beyond PATH, HOME (the empty folder), locale and PYTHONPATH.
+the runner's: a fixed PATH of the system's folders, HOME (the empty folder), the locale and PYTHONPATH.
 
 Where Linux namespaces are available (`unshare`, as on the CI machine), the child runs in new user, network,
 mount and PID namespaces with a root of its own (replay/sandbox.py): no network (the local Neo4j's verifier-only
@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from compiler.models import TaskAnswer, TaskView
+from replay.sandbox import SYSTEM_PATH
 from voe.errors import UsageError, VoeError
 from voe.settings import passed_through
 
 Sealing = Literal["namespaces", "process"]
-KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
+KEPT_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
 
 
 class PolicyFailed(VoeError):
@@ -108,7 +109,8 @@ class SealedPolicy:
                 shutil.copy2(origin, self.home / origin.name)
         packages, roots = _code_dirs()
         env = passed_through(KEPT_ENV)
-        env.update({"HOME": str(self.home), "PYTHONPATH": os.pathsep.join([str(self.home), *map(str, roots)]),
+        env.update({"PATH": SYSTEM_PATH, "HOME": str(self.home),
+                    "PYTHONPATH": os.pathsep.join([str(self.home), *map(str, roots)]),
                     "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"})
         child = [sys.executable, "-m", "replay.sealed_child", spec]
         self.sealing: Sealing = "namespaces" if namespaces_available() else "process"

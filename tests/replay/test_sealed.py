@@ -100,6 +100,7 @@ def test_a_policy_that_hunts_for_the_answers_finds_none(package: Path, tmp_path:
     monkeypatch.setenv("NEO4J_URI", uri)
     monkeypatch.setenv("VOE_PACKAGE", str(package))
     info = run_policy(pkg, "python:hunter:act", 1, 0, tmp_path / "run")
+    assert info.sealing == ("namespaces" if sealed else "process")
     views, _, answers, _ = load_package(package)
     steps = [json.loads(line) for line in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
     actions = {s["action"] for s in steps}
@@ -107,7 +108,6 @@ def test_a_policy_that_hunts_for_the_answers_finds_none(package: Path, tmp_path:
     assert len(steps) == len(views) and actions == {"abstain_or_escalate"}, [s["raw"] for s in steps][:3]
     abstains = sum(a.reference_class.value == "abstain_or_escalate" for a in answers.values())
     assert abstains < len(views)  # finding the answers would have shown
-    assert info.sealing == ("namespaces" if sealed else "process")
 
 
 def test_the_sealed_policy_plays_as_the_baseline_it_imitates(package: Path, tmp_path: Path,
