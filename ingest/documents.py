@@ -12,6 +12,9 @@ from ingest.parsers.model import Fact, FileDefect, Parsed, Role
 from ingest.parsers.sniff import sniff
 
 HEAD_BYTES = 8192
+# Exceptions that say the parser's own code went wrong, not that the bytes are bad: an input condition is a
+# ValueError, a library's own error, an OSError... A parser that meets bad bytes must say so in those terms.
+PARSER_BUGS = (IndexError, KeyError, TypeError, AttributeError, AssertionError, NameError, ZeroDivisionError)
 MAX_PARSE_BYTES = 64 << 20  # larger payloads are hashed but not parsed (their facts would swamp the graph)
 
 
@@ -46,7 +49,14 @@ def parse_file(path: Path, relpath: str) -> Parsed | None:
     except BudgetExceeded as exc:  # a parser that let its signal through: the budget still holds
         parsed = Parsed(format=fmt, role=Role.METADATA)
         parsed.defects.append(FileDefect("parse.budget", f"{relpath}: the {fmt} parser stopped: {exc}"))
-    except Exception as exc:  # noqa: BLE001 - a parser bug or an input it cannot handle must not stop the ingest
+    except PARSER_BUGS as exc:  # a bug of ours, not an input condition: said as such, and counted by the fuzz
+        LOG.error("%s: the %s parser hit a bug (%s: %s); please report it", relpath, fmt, type(exc).__name__,
+                  printable(exc), exc_info=True)
+        parsed = Parsed(format=fmt, role=Role.METADATA)
+        parsed.summary["parser_bug"] = f"{type(exc).__name__}: {printable(exc)}"
+        parsed.defects.append(FileDefect(
+            "file.parse", f"{relpath}: the {fmt} parser hit a bug in voe ({type(exc).__name__}: {printable(exc)})"))
+    except Exception as exc:  # noqa: BLE001 - an input a library cannot read must not stop the ingest
         parsed = Parsed(format=fmt, role=Role.METADATA)
         parsed.defects.append(FileDefect(
             "file.parse", f"{relpath}: the {fmt} parser failed ({type(exc).__name__}: {printable(exc)})"))

@@ -27,6 +27,7 @@ downloaded again, so a re-run only fetches what is missing.
 
 from __future__ import annotations
 
+import email.utils
 import fnmatch
 import hashlib
 import http.client
@@ -41,12 +42,14 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, cast
 from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel, Field
 
+from ingest.nerdm import MAX_JSON_DEPTH, json_depth
 from voe.errors import InputError, VoeError
 from voe.settings import settings
 
@@ -213,12 +216,21 @@ def _fetch_files(run: _Run, rec_id: str, into: Path, tmp: Path, include: list[st
     base = run.base
     rec_url = f"{base}/od/id/{quote(rec_id)}?format=nerdm"
     raw = _get_record(run, rec_url, record_cap)
+    where = f"{base}/od/id/{rec_id}"
+    too_deep = f"the PDR answer nests arrays and objects deeper than {MAX_JSON_DEPTH} levels; not read as a NERDm record"
     try:
         doc = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"the PDR answered with something that is not JSON ({exc})", path=f"{base}/od/id/{rec_id}") from exc
+        raise InputError(f"the PDR answered with something that is not JSON ({exc})", path=where) from exc
+    except RecursionError as exc:  # as `voe ingest` refuses it (ingest/nerdm.py)
+        raise InputError(too_deep, path=where) from exc
+    except ValueError as exc:  # an integer literal beyond Python's digit limit (4,300 digits)
+        raise InputError(f"the PDR answer is not a JSON record voe can read: {str(exc).split(';')[0]}",
+                         path=where) from exc
+    if json_depth(doc, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise InputError(too_deep, path=where)
     if not isinstance(doc, dict) or not isinstance(doc.get("components"), list):
-        raise InputError("the PDR answer is not a NERDm record with components", path=f"{base}/od/id/{rec_id}")
+        raise InputError("the PDR answer is not a NERDm record with components", path=where)
     try:
         _atomic_write(into / "nerdm.json", tmp / "nerdm.json.tmp", raw)
     except OSError as exc:
@@ -297,6 +309,7 @@ def _download(run: _Run, url: str, dest: Path, part: Path, size: int | None, che
         part.unlink(missing_ok=True)  # bytes nobody can verify are never resumed
     for attempt in range(run.retries + 1):
         result.attempts = attempt + 1
+        asked: float | None = None  # what a 429 or 503 said to wait (Retry-After)
         try:
             _attempt(run, url, part, size, resumable, clock, result)
             got = part.stat().st_size
@@ -308,6 +321,7 @@ def _download(run: _Run, url: str, dest: Path, part: Path, size: int | None, che
             return
         except urllib.error.HTTPError as exc:
             result.error = f"HTTP {exc.code}" + (" (not served)" if exc.code == 404 else f" {exc.reason}")
+            asked = retry_after(exc.headers) if exc.code in (429, 503) else None
             if exc.code == 416:
                 part.unlink(missing_ok=True)  # the range held is not there: start over
             elif exc.code < 500 and exc.code not in (408, 429):
@@ -329,7 +343,7 @@ def _download(run: _Run, url: str, dest: Path, part: Path, size: int | None, che
         except (_Retry, urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             result.error = str(getattr(exc, "reason", exc)) or type(exc).__name__
         if attempt < run.retries:
-            time.sleep(max(0.0, min(run.backoff * 2**attempt, clock.left())))
+            _pause(run, attempt, clock, asked)
     # did not finish: keep a verifiable partial for the next run, drop anything else
     if resumable and part.is_file() and part.stat().st_size and (size is None or part.stat().st_size < size):
         result.partial = part.stat().st_size
@@ -412,6 +426,7 @@ def _get_record(run: _Run, url: str, cap: int) -> bytes:
     clock = run.clock()
     last = ""
     for attempt in range(run.retries + 1):
+        asked: float | None = None
         try:
             with _request(run, url, clock, 0) as resp:
                 length = _content_length(resp)
@@ -438,6 +453,7 @@ def _get_record(run: _Run, url: str, cap: int) -> bytes:
             if exc.code < 500 and exc.code not in (408, 429):
                 raise FetchError(f"{url}: HTTP {exc.code} {exc.reason}") from exc
             last = f"HTTP {exc.code}"
+            asked = retry_after(exc.headers) if exc.code in (429, 503) else None
         except _Deadline as exc:
             raise FetchError(f"{url}: {exc}") from exc
         except _Fatal as exc:
@@ -445,8 +461,36 @@ def _get_record(run: _Run, url: str, cap: int) -> bytes:
         except (urllib.error.URLError, OSError, http.client.HTTPException, _Retry) as exc:
             last = str(getattr(exc, "reason", exc)) or type(exc).__name__
         if attempt < run.retries:
-            time.sleep(max(0.0, min(run.backoff * 2**attempt, clock.left())))
+            _pause(run, attempt, clock, asked)
     raise FetchError(f"{url}: gave up after {run.retries + 1} attempts ({last})")
+
+
+MAX_RETRY_AFTER = 600.0  # a server asking for more than this is waited for this long (within the deadline)
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds a 429 or 503 asks the client to wait: a Retry-After of seconds or an HTTP date (RFC 9110)."""
+    value = headers.get("Retry-After") if headers is not None else None
+    if not value:
+        return None
+    value = str(value).strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _pause(run: _Run, attempt: int, clock: _Clock, asked: float | None) -> None:
+    """The backoff before another attempt, or longer when the server asked for it; never past the deadline."""
+    wait = run.backoff * 2**attempt
+    if asked is not None:
+        wait = max(wait, min(asked, MAX_RETRY_AFTER))
+    time.sleep(max(0.0, min(wait, clock.left())))
 
 
 # ------------------------------------------------------------------------------------------ HTTP
@@ -643,6 +687,14 @@ def _unprintable(fp: str) -> bool:
     return any(ord(ch) < 32 or ord(ch) == 127 for ch in fp)
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _path_problems(fps: list[str]) -> dict[str, str]:
     """Per filepath, why it cannot be written (an invalid name, an escape, a clash with another filepath)."""
     out: dict[str, str] = {}
@@ -664,6 +716,8 @@ def _path_problems(fps: list[str]) -> dict[str, str]:
             out[fp] = f"filepath is inside {PART_DIR}/, which voe fetch keeps for temporary files; refused"
         elif any(len(s.encode("utf-8", "surrogatepass")) > 255 for s in segs):
             out[fp] = "filepath has a segment longer than 255 bytes; refused"
+        elif not _encodable(fp):
+            out[fp] = "filepath holds a lone surrogate (no UTF-8 form, so no URL can name it); refused"
     valid = [fp for fp in fps if fp not in out]
     counts = Counter(valid)
     for fp, k in counts.items():

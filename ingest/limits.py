@@ -19,8 +19,11 @@ integer is an error naming the variable. Sizes accept a `K`, `M` or `G` suffix (
 | `FACTS_PER_FILE` | 200,000 | located facts (cells, lines, words, elements) | later content is not located |
 | `XML_ELEMENTS` | 1,000,000 | nodes of an XML document (7) | the rest is not read or validated |
 | `XML_DEPTH` | 64 | element nesting in XML (libxml2 itself stops at 256) | deeper elements are not located |
+| `XML_ATTRIBUTES` | 1,000 | attributes of one XML element that are located | later attributes are not located |
 | `JSON_DEPTH` | 512 | nesting of a NERDm record (8) | the record is refused as input |
 | `FIELD_LENGTH` | 32,768 | characters of one fact's text (a cell, field, line, element) | the text is cut to it |
+| `JSONLD_BYTES` | 64 MiB | bytes of one JSON-LD file `voe import-package` reads | the crate is refused as input |
+| `JSONLD_VALUES` | 2,000,000 | JSON values (objects, arrays, strings, numbers) in one such file | the crate is refused |
 
 1. XLSX members are streamed (shared strings with expat, sheets with lxml): nothing of them is held beyond what the
    other budgets keep, so this bounds time, not memory. Workbook parts openpyxl reads whole (workbook, styles,
@@ -84,8 +87,11 @@ class Budgets:
     table_cells_per_pdf: int = 10_000
     xml_elements: int = 1_000_000
     xml_depth: int = 64
+    xml_attributes: int = 1_000
     json_depth: int = 512
     field_length: int = 32_768
+    jsonld_bytes: int = 64 << 20
+    jsonld_values: int = 2_000_000
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Budgets:

@@ -65,7 +65,7 @@ def neo4j_settings() -> Iterator[Neo4jSettings]:
     except ServerError as exc:
         _unavailable(f"could not start the local Neo4j: {exc}")
         raise
-    yield Neo4jSettings(uri=status.bolt_uri)
+    yield Neo4jSettings(uri=status.bolt_uri, password=server.password())
     if not was_running:
         server.down()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from voe import queries
 from voe.errors import UsageError
@@ -45,10 +45,15 @@ def query_text(name: str, params: dict[str, str]) -> str:
     return PARAM_RE.sub(lambda m: json.dumps(params[m.group(1)]) if m.group(1) in params else m.group(0), text)
 
 
-def browser_url(http_url: str, bolt_uri: str, query: str | None = None) -> str:
-    """The Browser URL that connects to `bolt_uri` without authentication and, with `query`, has it in the
-    editor ready to run."""
-    args = {"dbms": bolt_uri, "preselectAuthMethod": "NO_AUTH"}
+def browser_url(http_url: str, bolt_uri: str, query: str | None = None, user: str | None = None) -> str:
+    """The Browser URL that connects to `bolt_uri` (as `user`, whose password the Browser asks for; without
+    authentication when there is no user) and, with `query`, has it in the editor ready to run."""
+    if user:
+        parts = urlsplit(bolt_uri)
+        at = f"{parts.scheme}://{quote(user, safe='')}@{parts.netloc.rsplit('@', 1)[-1]}"
+        args = {"dbms": at, "preselectAuthMethod": "NATIVE"}
+    else:
+        args = {"dbms": bolt_uri, "preselectAuthMethod": "NO_AUTH"}
     if query is not None:
         args.update(cmd="edit", arg=query)
     return f"{http_url.rstrip('/')}/browser/?" + urlencode(args, quote_via=quote)

@@ -5,7 +5,8 @@ case; the `rfc8785` package takes the rest.
 
 What RFC 8785 cannot represent is written as JSON.parse would read it: an integer beyond ±2^53 as the double
 nearest to it (10^30 -> 1e+30); a lone surrogate (a `\\udcxx` escape with no pair, which has no UTF-8 form) as
-that escape, six ASCII characters.
+that escape, six ASCII characters. NaN and ±Infinity, which a record file can hold (Python's and JavaScript's
+parsers accept the tokens) but JSON cannot, are written as the strings "NaN", "Infinity" and "-Infinity".
 """
 
 from __future__ import annotations
@@ -49,6 +50,11 @@ def _fast(value: Any) -> bool:
     return True
 
 
+def non_finite(value: float) -> str:
+    """The token a record file holds for a float JSON has no form for."""
+    return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+
+
 def _jcs_ready(value: Any) -> Any:
     """`value` with what JCS cannot represent replaced as the module docstring says."""
     if isinstance(value, bool) or value is None:
@@ -57,7 +63,7 @@ def _jcs_ready(value: Any) -> Any:
         return value if -SAFE_INT <= value <= SAFE_INT else float(value)
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
-            raise ValueError(f"{value} has no JSON form")
+            return non_finite(value)
         return value
     if isinstance(value, str):
         try:

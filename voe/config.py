@@ -1,6 +1,14 @@
-"""Connection settings, from the environment (NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD, NEO4J_DATABASE; voe/settings.py)."""
+"""Connection settings, from the environment (NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD, NEO4J_DATABASE; voe/settings.py).
+
+A local server of `voe db up` runs with a password of its own (voe/neo4j_server.py, `<instance>/password`): when
+NEO4J_PASSWORD is not set and NEO4J_URI names 127.0.0.1 or localhost, the password of the instance that listens on
+that Bolt port is used, so every voe command reaches the user's own server without a password typed or exported.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
@@ -18,9 +26,33 @@ class Neo4jSettings(BaseModel):
     def from_env(cls) -> Neo4jSettings:
         env = settings()
         password = env.neo4j_password.get_secret_value() if env.neo4j_password else None
+        if password is None:
+            password = local_password(env.neo4j_uri, env.cache_dir)
         return cls(uri=env.neo4j_uri, user=env.neo4j_user, password=password, database=env.neo4j_database)
 
     @property
     def auth(self) -> tuple[str, str] | None:
-        # The local server runs with auth disabled; a password means the user points at a secured one.
         return (self.user, self.password) if self.password else None
+
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def local_password(uri: str, cache_dir: Path) -> str | None:
+    """The password of the local instance (under `cache_dir/instances/`) whose Bolt listens on `uri`'s port."""
+    try:
+        parts = urlsplit(uri)
+        host, port = parts.hostname, parts.port or 7687
+    except ValueError:
+        return None
+    if host not in LOOPBACK:
+        return None
+    wanted = f"server.bolt.listen_address=127.0.0.1:{port}"
+    for conf in sorted((cache_dir / "instances").glob("*/conf/neo4j.conf")):
+        try:
+            if wanted not in conf.read_text().splitlines():
+                continue
+            return (conf.parent.parent / "password").read_text().strip() or None
+        except OSError:
+            continue
+    return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from neo4j import GraphDatabase
 from neo4j.exceptions import AuthError, IncompleteCommit, Neo4jError, ServiceUnavailable, SessionExpired
 
 from voe import ontology, queries
+from voe.canonical import non_finite
 from voe.config import Neo4jSettings
 from voe.errors import GraphUnavailable, OntologyViolation, VoeError
 from voe.ontology import Label, Rel
@@ -57,6 +59,8 @@ def storable(value: Any) -> tuple[Any, str | None]:
     """`value` as Neo4j can store it, and why it had to change (None when it is stored as it is): an integer
     beyond 64 bits becomes its decimal text, a lone surrogate a `\\udcxx` escape, a map, a list of mixed or
     nested values (or holding null) their canonical JSON text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return non_finite(value), "is not a finite number (NaN or ±Infinity), stored as text"
     if value is None or isinstance(value, (bool, float, bytes)):
         return value, None
     if isinstance(value, str):
@@ -74,7 +78,7 @@ def storable(value: Any) -> tuple[Any, str | None]:
             why = next(why for _, why in items if why)
             if kinds == {str}:
                 return [v for v, _ in items], f"holds a string that {why}"
-            return json_text(value), "holds an integer beyond 64 bits, stored as the list's JSON text"
+            return json_text(value), f"holds a number that {why.split(', stored', 1)[0]}, stored as the list's JSON text"
         return json_text(value), "is a list Neo4j cannot store (mixed, nested or null items), stored as JSON text"
     if isinstance(value, dict):
         return json_text(value), "is a map, stored as its canonical JSON text"

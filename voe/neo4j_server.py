@@ -9,6 +9,7 @@ server never touches a user's data.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import time
@@ -23,6 +24,9 @@ from voe.neo4j_jars import fetch, load_lock, neo4j_version, verify
 from voe.settings import settings
 
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
+ADMIN_TOOL = "org.neo4j.cli.AdminTool"
+USER = "neo4j"
+PASSWORD_FILE = "password"
 JVM_OPENS = [
     "--add-opens=java.base/java.nio=ALL-UNNAMED",
     "--add-opens=java.base/java.io=ALL-UNNAMED",
@@ -77,6 +81,7 @@ class LocalNeo4j:
         self.version = neo4j_version()
         self.lib = cache_dir() / f"neo4j-{self.version}" / "lib"
         self.pid_file = self.home / "neo4j.pid"
+        self.password_file = self.home / PASSWORD_FILE
         self.log_file = self.home / "logs" / "console.log"
         self._log = log or (lambda _msg: None)
         self._progress = progress
@@ -88,6 +93,28 @@ class LocalNeo4j:
     @property
     def browser_url(self) -> str:
         return f"http://127.0.0.1:{self.http_port}/browser/"
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def password(self) -> str:
+        """The instance's password for the user `neo4j`, made on first use: random, in `<home>/password`, readable
+        by its owner only (a web page open in the user's browser cannot guess it, so it cannot drive the graph)."""
+        try:
+            return self.password_file.read_text().strip()
+        except FileNotFoundError:
+            pass
+        self.home.mkdir(parents=True, exist_ok=True)
+        word = secrets.token_urlsafe(24)
+        fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(word + "\n")
+        return word
+
+    @property
+    def auth(self) -> tuple[str, str]:
+        return (USER, self.password())
 
     # ------------------------------------------------------------------ jars
     def resolve(self) -> Path:
@@ -115,7 +142,13 @@ class LocalNeo4j:
                     f"server.http.listen_address=127.0.0.1:{self.http_port}",
                     f"server.http.advertised_address=127.0.0.1:{self.http_port}",
                     "server.https.enabled=false",
-                    "dbms.security.auth_enabled=false",
+                    # closed to strangers (issue 30): a password (voe's commands read it from <home>/password);
+                    # no HTTP Cypher endpoint (the Browser and voe speak Bolt), and the Browser's own origin alone
+                    # for what HTTP answers; LOAD CSV reads no file: URL
+                    "dbms.security.auth_enabled=true",
+                    "server.http_enabled_modules=BROWSER",
+                    f"dbms.security.http_access_control_allow_origin={self.origin}",
+                    "dbms.security.allow_csv_import_from_file_urls=false",
                     f"server.memory.pagecache.size={self.pagecache}",
                     "dbms.usage_report.enabled=false",
                     # the Browser asks no usage-data question (5.26 has no server setting for its outgoing
@@ -164,7 +197,7 @@ class LocalNeo4j:
         from neo4j.exceptions import Neo4jError, ServiceUnavailable
 
         try:
-            with GraphDatabase.driver(self.bolt_uri, auth=None, connection_timeout=timeout) as driver:
+            with GraphDatabase.driver(self.bolt_uri, auth=self.auth, connection_timeout=timeout) as driver:
                 # A plain session run: execute_query would retry for 30 s on a closed port.
                 with driver.session() as session:
                     record = session.run("CALL dbms.components() YIELD versions RETURN versions[0] AS v").single()
@@ -202,6 +235,7 @@ class LocalNeo4j:
         self._log(f"Java {java.version} ({java.source}: {java.path})")
         lib = self.resolve()
         conf = self._write_conf()
+        self._initial_password(java.path, lib, conf)
         cmd = [
             java.path, f"-Xms{self.heap}", f"-Xmx{self.heap}", "-XX:+UseG1GC", *JVM_OPENS,
             "-cp", f"{lib}/*", ENTRY_POINT,
@@ -224,9 +258,40 @@ class LocalNeo4j:
                 )
             if self._bolt_version(timeout=1.0):
                 return self.status()
+            if self._adopt_older_instance():
+                continue
             time.sleep(0.5)
         self.down()
         raise ServerError(f"Neo4j did not answer on {self.bolt_uri} within {timeout:.0f}s:\n{self._log_tail()}")
+
+    def _initial_password(self, java: str, lib: Path, conf: Path) -> None:
+        """Before the first start of an instance (no system database yet), neo4j-admin sets the password of
+        `neo4j` to the instance's own, so the server never runs open."""
+        if (self.home / "data" / "databases" / "system").exists():
+            return
+        env = {"NEO4J_HOME": str(self.home), "NEO4J_CONF": str(conf), "PATH": "/usr/bin:/bin"}
+        done = subprocess.run([java, *JVM_OPENS, "-cp", f"{lib}/*", ADMIN_TOOL, "dbms", "set-initial-password",
+                               self.password()], env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            said = "\n".join(ln for ln in (done.stdout + done.stderr).splitlines() if not ln.startswith("\tat "))
+            raise ServerError(f"neo4j-admin could not set the instance's password (exit {done.returncode}):\n"
+                              f"{said[-2000:]}")
+
+    def _adopt_older_instance(self) -> bool:
+        """An instance first started by a voe that ran it without auth: its `neo4j` user still has Neo4j's default
+        password, which must be changed before anything else; change it to the instance's own. True once done."""
+        from neo4j import GraphDatabase
+        from neo4j.exceptions import Neo4jError, ServiceUnavailable
+
+        try:
+            with GraphDatabase.driver(self.bolt_uri, auth=(USER, "neo4j"), connection_timeout=1.0) as driver:
+                with driver.session(database="system") as session:
+                    session.run("ALTER CURRENT USER SET PASSWORD FROM 'neo4j' TO $new",
+                                new=self.password()).consume()
+        except (ServiceUnavailable, Neo4jError, OSError):
+            return False
+        self._log(f"set the password of {USER} on this older instance (kept in {self.password_file})")
+        return True
 
     def down(self, timeout: float = 60.0) -> bool:
         """Stop cleanly (SIGTERM lets Neo4j checkpoint); SIGKILL only after the timeout. True if it ran."""

@@ -30,7 +30,8 @@ class Settings(BaseSettings):
 
     neo4j_uri: str = var("NEO4J_URI", DEFAULT_NEO4J_URI, "the Neo4j every command talks to")
     neo4j_user: str = var("NEO4J_USER", "neo4j", "Neo4j user name")
-    neo4j_password: SecretStr | None = var("NEO4J_PASSWORD", None, "Neo4j password (the local server runs without auth)")
+    neo4j_password: SecretStr | None = var("NEO4J_PASSWORD", None,
+                                           "Neo4j password (unset: a local server of `voe db up` gives its own)")
     neo4j_database: str = var("NEO4J_DATABASE", "neo4j", "database name")
     voe_cache_dir: Path | None = var("VOE_CACHE_DIR", None, "Neo4j jars, local instances and the LLM response cache")
     xdg_cache_home: Path | None = var("XDG_CACHE_HOME", None, "the cache root when VOE_CACHE_DIR is unset")

@@ -39,6 +39,7 @@ from export.jsonld import (
     ExportSummary,
     canonical_nquads,
     content_hash,
+    context,
     document_loader,
     evidence_document,
     export_package,
@@ -47,6 +48,7 @@ from export.jsonld import (
 )
 from export.rebuild import _evidence, _Reader, import_package
 from replay.runner import read_steps, run_policy
+from tests.conftest import REPO
 from verifiers.score import score_run
 from voe.errors import InputError
 from voe.graph import Graph
@@ -259,7 +261,28 @@ def test_export_of_an_invalid_package_fails_and_writes_no_crate(package: Path, t
     # what only the export's shapes say (a horizon is at least 1) fails the SHACL validation
     with pytest.raises(ExportInvalid, match="TaskHorizon"):
         export_package(broken("tasks.jsonl", "horizon", 0), tmp_path / "out")
-    assert not (tmp_path / "out" / CRATE).exists()
+    assert not (tmp_path / "out").exists()  # a failed export leaves nothing, not even its staging folder
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
+
+
+def test_export_refuses_a_symlinked_or_non_empty_out_and_replaces_only_with_force(package: Path,
+                                                                                   tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    with pytest.raises(InputError, match="symbolic link"):
+        export_package(package, link)
+    assert list(target.iterdir()) == []  # nothing written through the link
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="not empty.*--force"):
+        export_package(package, full)
+    assert [p.name for p in full.iterdir()] == ["notes.txt"]
+    summary = export_package(package, full, force=True)
+    assert summary.tasks > 0 and (full / CRATE).is_file() and not (full / "notes.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "full", "link"]  # no staging left behind
 
 
 def _keys(doc: Any) -> set[str]:
@@ -280,7 +303,7 @@ def test_export_without_answers_holds_nothing_verifier_only(package: Path, tmp_p
     (out).mkdir()
     for stale in (ANSWERS, "answers.jsonl"):  # stale answers from an earlier export must not survive
         (out / stale).write_text("{}")
-    summary = export_package(package, out)
+    summary = export_package(package, out, force=True)
     assert not summary.include_answers and summary.answers == 0
     assert sorted(p.name for p in out.iterdir()) == sorted([TASKS, EVIDENCE, CRATE, CROISSANT, "tasks.jsonl",
                                                             "evidence.jsonl"])
@@ -364,6 +387,72 @@ def test_no_remote_context_is_ever_fetched(tmp_path: Path) -> None:
     doc.write_text(json.dumps({"@context": "https://schema.org/", "@id": "x", "name": "y"}))
     with pytest.raises(InputError, match="not one voe ships"):
         load_jsonld(doc)
+
+
+def test_a_context_at_any_depth_is_inlined_or_refused_and_no_socket_opens(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """rdflib loads a node's own @context too (issue 30): one inside @graph, or a context that @imports another,
+    is refused before any parser sees it, and nothing opens a socket."""
+    import socket
+
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a socket was opened")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    nested = tmp_path / "nested.jsonld"
+    nested.write_text(json.dumps({"@context": context("export-context.jsonld"), "@graph": [
+        {"@id": "a", "@context": "http://127.0.0.1:9/evil.jsonld", "name": "x"}]}))
+    with pytest.raises(InputError, match="not one voe ships"):
+        load_jsonld(nested)
+    imports = tmp_path / "imports.jsonld"
+    imports.write_text(json.dumps({"@context": {"@version": 1.1, "@import": "http://127.0.0.1:9/c.jsonld"},
+                                   "@id": "a"}))
+    with pytest.raises(InputError, match="imports"):
+        load_jsonld(imports)
+
+
+@pytest.mark.parametrize("text,why", [
+    ('{"@graph": ' + "[" * 100_000 + "]" * 100_000 + "}", "nests"),
+    ('{"@id": "a", "n": ' + "7" * 6000 + "}", "number voe does not read"),
+    ('{"@graph": [' + ",".join(['{"@id": "x"}'] * 3000) + "]}", "budget jsonld_values"),
+])
+def test_a_hostile_crate_file_is_an_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str,
+                                                why: str) -> None:
+    monkeypatch.setenv("VOE_LIMIT_JSONLD_VALUES", "5000")
+    path = tmp_path / "hostile.jsonld"
+    path.write_text(text)
+    with pytest.raises(InputError, match=why):
+        load_jsonld(path)
+    monkeypatch.setenv("VOE_LIMIT_JSONLD_BYTES", "1000")
+    path.write_text(json.dumps({"@id": "a", "name": "x" * 2000}))
+    with pytest.raises(InputError, match="budget jsonld_bytes"):
+        load_jsonld(path)
+
+
+@pytest.mark.slow
+def test_cli_import_package_with_the_network_blocked_refuses_a_nested_remote_context(
+        exported: tuple[Path, ExportSummary], tmp_path: Path) -> None:
+    from replay.sealed import namespaces_available
+
+    crate = copy_of(exported[0], tmp_path)
+    doc = json.loads((crate / EVIDENCE).read_text())
+    doc["@graph"][0]["@context"] = "https://example.org/remote-context.jsonld"
+    data = json.dumps(doc).encode()
+    (crate / EVIDENCE).write_bytes(data)
+
+    def reseal(meta: dict[str, Any]) -> None:  # the crate records the edited file, as a forger would
+        for node in meta["@graph"]:
+            if node.get("@id") == EVIDENCE:
+                node["sha256"], node["contentSize"] = hashlib.sha256(data).hexdigest(), str(len(data))
+
+    edit(crate / CRATE, reseal)
+    cmd = [sys.executable, "-m", "cli", "import-package", str(crate), "--out", str(tmp_path / "pkg")]
+    if namespaces_available():  # no network at all: a fetch would fail with a traceback of its own
+        cmd = ["unshare", "--user", "--map-root-user", "--net", *cmd]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "not one voe ships" in proc.stderr and not (tmp_path / "pkg").exists()
 
 
 # ---------------------------------------------------------------- generic research-data tools, offline

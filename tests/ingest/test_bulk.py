@@ -46,13 +46,13 @@ def test_a_bulk_load_is_the_graph_voe_ingest_writes(graph: Graph, archives: Path
     online = ingest_paths(paths, graph)
     assert online.errors == []
     expected, expected_types = snapshot(graph), _typed(graph)
-    with Graph(Neo4jSettings(uri=bulk_server.bolt_uri)) as target:
+    with Graph(Neo4jSettings(uri=bulk_server.bolt_uri, password=bulk_server.password())) as target:
         target.clear()
     report = bulk_import(paths, bulk_server)
     assert report.errors == []
     assert (report.records, report.facts, report.defects, report.evidence) == (
         online.records, online.facts, online.defects, online.evidence)
-    with Graph(Neo4jSettings(uri=bulk_server.bolt_uri)) as target:
+    with Graph(Neo4jSettings(uri=bulk_server.bolt_uri, password=bulk_server.password())) as target:
         got = snapshot(target)
         assert len(got[0]) == len(expected[0]) > 1000 and len(got[1]) == len(expected[1])
         assert got == expected
@@ -68,5 +68,5 @@ def test_a_bulk_load_is_the_graph_voe_ingest_writes(graph: Graph, archives: Path
     # a database that holds anything is refused, and kept
     with pytest.raises(BulkError, match="empty database only"):
         bulk_import(paths[:1], bulk_server)
-    with Graph(Neo4jSettings(uri=bulk_server.bolt_uri)) as target:
+    with Graph(Neo4jSettings(uri=bulk_server.bolt_uri, password=bulk_server.password())) as target:
         assert snapshot(target) == expected

@@ -46,7 +46,7 @@ def test_neo4j_stopped_mid_ingest_is_one_line_exit_1_and_no_partial_record(tmp_p
         pytest.skip(f"could not start the fault-test Neo4j: {exc}")
     uri = f"bolt://127.0.0.1:{BOLT}"
     try:
-        with Graph(Neo4jSettings(uri=uri)) as g:
+        with Graph(Neo4jSettings(uri=uri, password=server.password())) as g:
             g.clear()
         record = _big_record(tmp_path, 60_000)
         env = {**os.environ, "NEO4J_URI": uri}
@@ -54,7 +54,7 @@ def test_neo4j_stopped_mid_ingest_is_one_line_exit_1_and_no_partial_record(tmp_p
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         # stop the server once the record is being written (its Record node is marked `writing`)
         deadline = time.monotonic() + 120
-        with Graph(Neo4jSettings(uri=uri)) as g:
+        with Graph(Neo4jSettings(uri=uri, password=server.password())) as g:
             while time.monotonic() < deadline and proc.poll() is None:
                 rows = g.query("ingest/record_state", record_id="record:ark:/88434/mds2-8888@1.0.0")
                 if rows and rows[0]["state"] == "writing":
@@ -68,7 +68,7 @@ def test_neo4j_stopped_mid_ingest_is_one_line_exit_1_and_no_partial_record(tmp_p
         assert len([ln for ln in err.splitlines() if ln.startswith("voe: error")]) == 1, err
         # back up: the compiler's record query never sees the half-written record
         server.up()
-        with Graph(Neo4jSettings(uri=uri)) as g:
+        with Graph(Neo4jSettings(uri=uri, password=server.password())) as g:
             listed = {r["record_id"] for r in g.query("compiler/records")}
             state = g.query("ingest/record_state", record_id="record:ark:/88434/mds2-8888@1.0.0")
         assert "record:ark:/88434/mds2-8888@1.0.0" not in listed

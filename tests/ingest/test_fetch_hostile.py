@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from ingest.fetch import PART_DIR, FetchError, FetchReport, FileResult, _part_name, fetch
+from voe.errors import InputError
 
 REC = "mds2-9999"
 BODY = bytes(range(128))  # a declared 128-byte file
@@ -46,7 +47,9 @@ class Hostile:
         self.files: dict[str, bytes] = {}
         self.modes: dict[str, list[str]] = {}
         self.record_mode = "ok"
+        self.record_body: bytes | None = None  # served as the record instead of the components, when set
         self.requests: list[tuple[str, str | None]] = []
+        self.times: list[tuple[str, float]] = []
         self.lock = threading.Lock()
         hostile = self
 
@@ -58,6 +61,7 @@ class Hostile:
                 url = urlparse(self.path)
                 with hostile.lock:
                     hostile.requests.append((url.path, self.headers.get("Range")))
+                    hostile.times.append((unquote(url.path), time.monotonic()))
                 try:
                     self._answer(url.path)
                 except (BrokenPipeError, ConnectionResetError, TimeoutError):
@@ -70,7 +74,7 @@ class Hostile:
                         return self._flood(None)
                     if hostile.record_mode.startswith("redirect:"):
                         return self._redirect(hostile.record_mode[len("redirect:"):])
-                    return self._send(200, body)
+                    return self._send(200, hostile.record_body if hostile.record_body is not None else body)
                 prefix = f"/od/ds/{REC}/"
                 fp = unquote(path[len(prefix):]) if path.startswith(prefix) else ""
                 if path.startswith("/moved/"):
@@ -94,6 +98,8 @@ class Hostile:
                     return self._drip(b"a" * 200)
                 if mode.startswith("redirect:"):
                     return self._redirect(mode[len("redirect:"):])
+                if mode.startswith("busy:"):  # 429 asking for a wait of the given seconds
+                    return self._send(429, b"", {"Retry-After": mode[len("busy:"):]})
                 if mode == "corrupt":
                     body = body[:-1] + bytes([body[-1] ^ 1])
                 if mode == "range-from-zero" and start:
@@ -435,3 +441,41 @@ def test_cli_deadline_options_summary_and_exit_code(pdr: Hostile, tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     assert "3 of 3 files in place (1 unverified)" in proc.stdout
     assert "unverified: nosum.bin: no checksum declared" in proc.stderr
+
+
+# ------------------------------------------------------------------------------------ hostile records (issue 30)
+@pytest.mark.parametrize("body,why", [
+    (b'{"@id": "x", "components": [{"size": ' + b"9" * 6000 + b"}]}", "not a JSON record voe can read"),
+    (b'{"@id": "x", "components": ' + b"[" * 200_000 + b"]" * 200_000 + b"}", "deeper than 512 levels"),
+    (b'{"@id": "x", "components": ' + b"[" * 600 + b"]" * 600 + b"}", "deeper than 512 levels"),
+])
+def test_a_hostile_record_answer_is_an_input_error(pdr: Hostile, tmp_path: Path, body: bytes, why: str) -> None:
+    pdr.record_body = body
+    with pytest.raises(InputError, match=why) as caught:
+        run(pdr, tmp_path / "r")
+    assert caught.value.exit_code == 2 and not (tmp_path / "r" / "nerdm.json").exists()
+
+
+def test_a_lone_surrogate_in_a_filepath_fails_that_file_alone(pdr: Hostile, tmp_path: Path) -> None:
+    pdr.add(comp("fine.bin", BODY), BODY)
+    bad = comp("bad-\udc80.bin", BODY)
+    pdr.components.append(bad)  # json.dumps writes the escape: the record holds a lone surrogate
+    report = run(pdr, tmp_path / "r")
+    by = by_path(report)
+    assert by["fine.bin"].status == "ok"
+    assert by["bad-\udc80.bin"].status == "failed" and "lone surrogate" in (by["bad-\udc80.bin"].error or "")
+
+
+def test_retry_after_is_honoured_within_the_deadline(pdr: Hostile, tmp_path: Path) -> None:
+    pdr.add(comp("busy.bin", BODY), BODY, "busy:1")
+    pdr.add(comp("away.bin", BIG), BIG, "busy:3600", "busy:3600", "busy:3600")
+    started = time.monotonic()
+    report = run(pdr, tmp_path / "r", file_deadline=2.0)
+    by = by_path(report)
+    assert by["busy.bin"].status == "ok" and by["busy.bin"].attempts == 2
+    asked = [t for p, t in pdr.times if p.endswith("/busy.bin")]
+    assert asked[1] - asked[0] >= 0.95  # backoff is 0 here: the wait is the server's Retry-After
+    # an hour asked for: the file's deadline (2 s) ends the wait, not the server
+    assert by["away.bin"].status == "failed" and "file deadline (2 s) passed" in (by["away.bin"].error or "")
+    assert by["away.bin"].attempts == 2
+    assert time.monotonic() - started < 20

@@ -112,6 +112,22 @@ def test_integer_beyond_64_bits_in_a_size_is_text(graph: Graph, archives: Path, 
     assert comp["s"] == str(10**30)
 
 
+@pytest.mark.parametrize("value,text", [(float("nan"), "NaN"), (float("inf"), "Infinity"), (float("-inf"), "-Infinity")])
+def test_a_size_of_nan_or_infinity_is_text_and_the_record_is_read(graph: Graph, archives: Path, tmp_path: Path,
+                                                                   value: float, text: str) -> None:
+    """A record file may hold the tokens NaN and Infinity (Python's and JavaScript's parsers read them): the
+    value is stored as its text with a value_not_storable defect, and the rest of the record is read."""
+    bad = _record(archives, tmp_path, "nan", lambda d: d["components"][0].update(size=value))
+    assert text in (bad / "nerdm.json").read_text()
+    report = _ingest_with_good(graph, archives, bad)
+    assert report.errors == [] and report.exit_code == 0
+    [d] = _defects(graph, "value_not_storable")
+    assert d["pointer"] == "/components/0/size" and "not a finite number" in d["detail"]
+    [comp] = rows(graph, "MATCH (c:Component {nerdm_id: 'cmps/3842_README.txt'}) "
+                         "RETURN c.declared_size AS s, c.declared_sha256 AS sha")
+    assert comp["s"] == text and comp["sha"]
+
+
 def _workbook_with_a_huge_integer(path: Path) -> None:
     """An .xlsx whose B1 holds the integer 10^30 (openpyxl reads a numeric cell without '.'/'E' as int)."""
     import openpyxl

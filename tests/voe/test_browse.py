@@ -69,8 +69,10 @@ def test_voe_browse_prints_a_browser_url_with_the_query(compiled: dict[str, str]
     out = json.loads(done.stdout)
     url = urlparse(out["url"])
     args = {k: v[0] for k, v in parse_qs(url.query).items()}
-    assert url.path == "/browser/" and args["preselectAuthMethod"] == "NO_AUTH" and args["cmd"] == "edit"
-    assert args["dbms"] == cli_env["NEO4J_URI"] and args["arg"] == out["query"]
+    assert url.path == "/browser/" and args["preselectAuthMethod"] == "NATIVE" and args["cmd"] == "edit"
+    # the server runs with a password: the Browser's form comes with the user and the address filled in
+    assert args["dbms"] == cli_env["NEO4J_URI"].replace("bolt://", "bolt://neo4j@") and out["user"] == "neo4j"
+    assert args["arg"] == out["query"]
     assert json.dumps(compiled["task_id"]) in out["query"] and "$task_id" not in out["query"]
     missing = subprocess.run([sys.executable, "-m", "cli", "browse", "--query", "record_defects"], capture_output=True,
                              text=True, env=cli_env, timeout=60)

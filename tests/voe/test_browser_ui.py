@@ -82,9 +82,14 @@ def test_the_browser_draws_a_task_and_a_record_with_readable_captions(
     views, _, _, _ = load_package(tmp_path / "pkg")
     task = views[0]
     page = playwright_page
+    user = graph.settings.user if graph.settings.password else None
     url = browser_url(_browser_http(graph.settings.uri), graph.settings.uri,
-                      query_text("task_evidence", {"task_id": task.task_id}))
+                      query_text("task_evidence", {"task_id": task.task_id}), user)
     page.goto(url)  # type: ignore[attr-defined]
+    if user:  # the server runs with a password: the form comes filled in but for it, as `voe browse` says
+        assert page.locator('input[data-testid="username"]').input_value() == user  # type: ignore[attr-defined]
+        page.locator('input[data-testid="password"]').fill(graph.settings.password)  # type: ignore[attr-defined]
+        page.get_by_test_id("connect").click()  # type: ignore[attr-defined]
     page.get_by_text("Connected to Neo4j").wait_for(timeout=60_000)  # type: ignore[attr-defined]
     # nothing typed: the server's browser.post_connect_cmd loads voe's style and plays the guide of the named
     # queries, both served by the server itself from its Browser bundle

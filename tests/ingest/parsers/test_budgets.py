@@ -414,6 +414,17 @@ def test_xml_deeper_than_the_budget_and_longer_than_the_node_budget(monkeypatch:
     assert parsed.summary["xsd"] is None
 
 
+@pytest.mark.timeout(120)  # lxml's attrib.items() over 100,000 attributes took minutes (n² lookups)
+def test_an_element_with_more_attributes_than_the_budget_keeps_the_first_ones() -> None:
+    doc = b'<r><e ' + b" ".join(b'a%d="v%d"' % (k, k) for k in range(100_000)) + b"/><f b=\"1\" c=\"2\"/></r>"
+    parsed = parse_xml(Path("wide.xml"), doc)
+    [defect] = _budget(parsed, "xml_attributes")
+    assert defect.locator == "/r/e" and "has 100000" in defect.detail
+    wide, narrow = parsed.facts
+    assert list(wide.extra["attributes"]) == [f"a{k}" for k in range(1000)] and wide.extra["attributes"]["a999"] == "v999"
+    assert narrow.extra["attributes"] == {"b": "1", "c": "2"} and narrow.text == 'b="1" c="2"'
+
+
 def test_text_lines_stop_at_the_facts_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VOE_LIMIT_FACTS_PER_FILE", "50")
     path = tmp_path / "notes.txt"

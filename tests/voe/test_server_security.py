@@ -1,0 +1,131 @@
+"""The local server is closed to strangers (issue 30): the attack of a web page open in the user's browser, played
+against the suite's own server (started by `voe db up`) and against a fresh one.
+
+A page can send HTTP requests to 127.0.0.1 with its own Origin and Host, and open a WebSocket to the Bolt port;
+it cannot know the instance's password. So: the HTTP Cypher endpoint is not served at all, what HTTP does answer
+names only the Browser's own origin, Bolt without the password is refused, and `LOAD CSV` from a listener on the
+machine is never fetched by an unauthenticated caller."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import threading
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from neo4j import GraphDatabase
+from neo4j.exceptions import AuthError, ClientError
+
+from voe.config import Neo4jSettings, local_password
+from voe.neo4j_server import LocalNeo4j
+from voe.settings import settings
+
+EVIL = "http://evil.example"
+
+
+def _http(bolt_uri: str) -> str:
+    """voe's port convention (HTTP = Bolt - 213: 7474/7687, the test instance's 17474/17687)."""
+    if url := os.environ.get("VOE_BROWSER_URL"):
+        return url.rstrip("/")
+    parsed = urlparse(bolt_uri)
+    return f"http://{parsed.hostname}:{(parsed.port or 7687) - 213}"
+
+
+class _Listener:
+    """A local HTTP listener that counts what reaches it (the target a LOAD CSV would be aimed at)."""
+
+    def __init__(self) -> None:
+        self.hits: list[str] = []
+        hits = self.hits
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                hits.append(self.path)
+                body = b"a,b\n1,2\n"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/rows.csv"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> _Listener:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _attack(bolt_uri: str) -> None:
+    http = _http(bolt_uri)
+    # 1. the HTTP Cypher endpoint a page would POST to with fetch(): not served
+    request = urllib.request.Request(f"{http}/db/neo4j/tx/commit", method="POST", data=json.dumps(
+        {"statements": [{"statement": "MATCH (n) DETACH DELETE n"}]}).encode(),
+        headers={"Origin": EVIL, "Host": "evil.example", "Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code in (401, 403, 404)
+    # 2. what HTTP answers names the Browser's own origin, never the page's or every origin
+    with urllib.request.urlopen(urllib.request.Request(f"{http}/", headers={"Origin": EVIL}), timeout=10) as resp:
+        allowed = resp.headers.get("Access-Control-Allow-Origin")
+    assert allowed == http.replace("localhost", "127.0.0.1")
+    # 3. Bolt (a page's WebSocket speaks it) without the password, aiming LOAD CSV at a local listener
+    with _Listener() as listener:
+        for auth in (None, ("neo4j", "neo4j"), ("neo4j", "guess")):
+            with GraphDatabase.driver(bolt_uri, auth=auth) as driver:
+                with pytest.raises((AuthError, ClientError)):
+                    with driver.session() as session:
+                        session.run(f"LOAD CSV FROM '{listener.url}' AS row RETURN row").consume()
+        assert listener.hits == []
+
+
+def test_the_suites_server_refuses_a_stranger(neo4j_settings: Neo4jSettings) -> None:
+    host = urlparse(neo4j_settings.uri).hostname
+    if host not in ("127.0.0.1", "localhost") or not neo4j_settings.password:
+        pytest.skip("NEO4J_URI names a server voe did not start")  # an outside server's own business
+    _attack(neo4j_settings.uri)
+    # the owner gets in without typing anything: the password is found from the URI alone
+    assert local_password(neo4j_settings.uri, settings().cache_dir) == neo4j_settings.password
+
+
+def test_a_fresh_voe_db_up_is_closed_and_its_password_is_the_owners_alone(neo4j_settings: object,
+                                                                          tmp_path: Path) -> None:
+    server = LocalNeo4j("fresh-security", bolt_port=17690, http_port=17477, heap="512m", pagecache="64m")
+    server.down()
+    for leftover in (server.home / "data", server.password_file):  # a first start, as on a new machine
+        if leftover.is_dir():
+            import shutil
+
+            shutil.rmtree(leftover)
+        elif leftover.exists():
+            leftover.unlink()
+    try:
+        status = server.up(timeout=180)
+        assert status.running
+        mode = stat.S_IMODE(server.password_file.stat().st_mode)
+        assert mode == 0o600 and len(server.password()) >= 24
+        _attack(status.bolt_uri)
+        conf = (server.home / "conf" / "neo4j.conf").read_text()
+        assert "dbms.security.auth_enabled=true" in conf and "server.http_enabled_modules=BROWSER" in conf
+        assert "dbms.security.allow_csv_import_from_file_urls=false" in conf
+        # only loopback listens
+        for port in (17690, 17477):
+            assert f"127.0.0.1:{port}" in conf and f"0.0.0.0:{port}" not in conf
+        with socket.create_connection(("127.0.0.1", 17690), timeout=5):
+            pass
+    finally:
+        server.down()
