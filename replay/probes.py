@@ -93,6 +93,19 @@ def looks_odd_any(obs: dict[str, Any]) -> bool:
         for f in _files(obs))
 
 
+def _named_targets(view: TaskView) -> list[str]:
+    """What the status probes request: the items the question names and the menu's calibration artifacts."""
+    return list(dict.fromkeys(named_items(view) + [e.evidence_id for e in view.menu if e.kind == "calibration_artifact"]))
+
+
+def _localize_unavailable(history: list[dict[str, Any]], targets: list[str]
+                          ) -> tuple[dict[str, dict[str, Any]], dict[str, Any] | None]:
+    """What each target's request gave, and the localize of those that came back unavailable (None if none)."""
+    seen = {h["evidence_id"]: h for h in history if h["outcome"] in ("revealed", "unavailable")}
+    gone = [e for e in targets if e in seen and seen[e]["outcome"] == "unavailable"]
+    return seen, ({"action": Action.LOCALIZE_MISSING_EVIDENCE.value, "payload": gone} if gone else None)
+
+
 def _not_held(obs: dict[str, Any]) -> bool:
     return obs.get("status") == "archived" and any(f.get("held") is False for f in _files(obs))
 
@@ -100,14 +113,12 @@ def _not_held(obs: dict[str, Any]) -> bool:
 def chained_rules(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]],
                   rng: random.Random) -> dict[str, Any]:
     subject = subject_item(view)
-    targets = list(dict.fromkeys(named_items(view) + [e.evidence_id for e in view.menu
-                                                        if e.kind == "calibration_artifact"]))
+    targets = _named_targets(view)
 
     def finish() -> dict[str, Any]:
-        seen = {h["evidence_id"]: h for h in history if h["outcome"] in ("revealed", "unavailable")}
-        gone = [e for e in targets if e in seen and seen[e]["outcome"] == "unavailable"]
-        if gone:
-            return {"action": Action.LOCALIZE_MISSING_EVIDENCE.value, "payload": gone}
+        seen, localize = _localize_unavailable(history, targets)
+        if localize:
+            return localize
         obs = {e: seen[e]["observation"] for e in targets if e in seen}
         if any(looks_odd_any(o) for e, o in obs.items() if e != subject):
             return {"action": Action.ABSTAIN_OR_ESCALATE.value, "payload": []}
@@ -161,14 +172,12 @@ def status_only(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]
 def unheld_flag(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]],
                 rng: random.Random) -> dict[str, Any]:
     subject = subject_item(view)
-    targets = list(dict.fromkeys(named_items(view) + [e.evidence_id for e in view.menu
-                                                        if e.kind == "calibration_artifact"]))
+    targets = _named_targets(view)
 
     def finish() -> dict[str, Any]:
-        seen = {h["evidence_id"]: h for h in history if h["outcome"] in ("revealed", "unavailable")}
-        gone = [e for e in targets if e in seen and seen[e]["outcome"] == "unavailable"]
-        if gone:
-            return {"action": Action.LOCALIZE_MISSING_EVIDENCE.value, "payload": gone}
+        seen, localize = _localize_unavailable(history, targets)
+        if localize:
+            return localize
         meta = (seen[subject]["observation"].get("metadata") or {}) if subject in seen else {}
         files = [meta, *meta.get("members", [])] if "held" in meta else meta.get("members", [])
         if subject and any(f.get("held") is False for f in files):
