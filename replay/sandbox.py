@@ -72,7 +72,6 @@ def main(argv: list[str]) -> int:
     program = shutil.which(command[0]) if command else None
     if program is not None:
         command = [os.path.realpath(program), *command[1:]]
-    os.environ["PATH"] = SYSTEM_PATH
     _mount("--make-rprivate", "/")
     build_root(root, keeps)
     os.chdir(root)

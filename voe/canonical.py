@@ -6,7 +6,8 @@ case; the `rfc8785` package takes the rest.
 What RFC 8785 cannot represent is written as JSON.parse would read it: an integer beyond ±2^53 as the double
 nearest to it (10^30 -> 1e+30); a lone surrogate (a `\\udcxx` escape with no pair, which has no UTF-8 form) as
 that escape, six ASCII characters. NaN and ±Infinity, which a record file can hold (Python's and JavaScript's
-parsers accept the tokens) but JSON cannot, are written as the strings "NaN", "Infinity" and "-Infinity".
+parsers accept the tokens) but JSON cannot, are written as the strings "NaN", "Infinity" and "-Infinity"; so is
+an integer beyond the largest double (JSON.parse reads 10^400 as Infinity).
 """
 
 from __future__ import annotations
@@ -60,7 +61,12 @@ def _jcs_ready(value: Any) -> Any:
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
-        return value if -SAFE_INT <= value <= SAFE_INT else float(value)
+        if -SAFE_INT <= value <= SAFE_INT:
+            return value
+        try:
+            return float(value)
+        except OverflowError:  # beyond the largest double: JSON.parse reads it as ±Infinity
+            return non_finite(float("inf") if value > 0 else float("-inf"))
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return non_finite(value)

@@ -77,3 +77,13 @@ def test_deep_nesting_is_written_on_both_paths() -> None:
     for _ in range(600):
         with_float = {"k": with_float}
     assert canonical(with_float) == b'{"k":' * 600 + b"1.5" + b"}" * 600
+
+
+def test_numbers_json_has_no_form_for_are_written_as_json_parse_reads_them() -> None:
+    """NaN and ±Infinity (a record file may hold the tokens) and integers beyond the largest double (JSON.parse
+    reads them as Infinity) are the strings of their tokens: a span hash never fails on a record's numbers."""
+    from voe.canonical import canonical
+
+    assert canonical({"a": 10**1000, "b": -(10**4000), "c": float("nan"), "d": float("-inf")}) == \
+        b'{"a":"Infinity","b":"-Infinity","c":"NaN","d":"-Infinity"}'
+    assert canonical(2**64) == b"18446744073709552000"  # within a double's range: the nearest double, as before
