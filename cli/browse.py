@@ -32,8 +32,9 @@ def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], h
       voe browse --style
     """
     from voe.browse import browser_url, named_queries, query_text, style
-    from voe.config import Neo4jSettings
+    from voe.config import Neo4jSettings, local_password
     from voe.errors import UsageError
+    from voe.settings import settings
 
     if show_style:
         click.echo(style())
@@ -54,7 +55,9 @@ def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], h
         emit_json({"url": url, "query": query, "queries": named_queries(), "user": conn.user if conn.password else None})
         return
     click.echo(url)
-    if conn.password:  # the user's own terminal: the Browser asks for it once per session
+    if conn.password and conn.password == local_password(conn.uri, settings().cache_dir):
+        # the local server's own password, in the user's own terminal (never one the user set for a remote
+        # server): the Browser asks for it once per session
         click.echo(f"connect as {conn.user} with the password {conn.password} (voe db password prints it)", err=True)
     if query is None:
         click.echo("named queries (voe browse --query NAME --param ...):", err=True)

@@ -101,7 +101,9 @@ def is_subject(cat: Catalog, e: str, release_seen: set[tuple[str, str]]) -> bool
         return True
     if row["kind"] not in SUBJECT_KINDS and not cat.own_defects.get(e):
         return False
-    return not (_is_container(cat, e) or cat.objects[e].status == "referenced" or e in cat.undecided)
+    if _is_container(cat, e) and not cat.own_defects.get(e):  # a defect bound to a folder is its decision
+        return False
+    return not (cat.objects[e].status == "referenced" or e in cat.undecided)
 
 
 def candidates(graph: Graph, cat: Catalog) -> list[Moment]:

@@ -139,8 +139,13 @@ def _inline_contexts(value: Any, where: Path) -> Any:
         if value.rstrip("/") not in LOCAL_CONTEXTS:
             raise InputError(f"the JSON-LD context {value} is not one voe ships; refusing to fetch it", path=str(where))
         return document_loader(value)["document"]["@context"]
-    if isinstance(value, dict) and "@import" in value:  # JSON-LD 1.1: a context that loads another
-        raise InputError(f"the JSON-LD context imports {value['@import']!r}; refusing to fetch it", path=str(where))
+    if isinstance(value, dict):
+        if "@import" in value:  # JSON-LD 1.1: a context that loads another
+            raise InputError(f"the JSON-LD context imports {value['@import']!r}; refusing to fetch it",
+                             path=str(where))
+        for term, definition in value.items():  # a term's own (scoped) context is loaded as well
+            if isinstance(definition, dict) and "@context" in definition:
+                value[term] = {**definition, "@context": _inline_contexts(definition["@context"], where)}
     return value
 
 
@@ -515,9 +520,13 @@ def _check_out(out: Path, force: bool) -> None:
         raise InputError("the export folder is a symbolic link; name the folder itself", path=str(out))
     if out.exists() and not out.is_dir():
         raise InputError("the export folder is a file", path=str(out))
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise InputError("the export folder exists and is not empty; choose another, or replace it with --force",
-                         path=str(out))
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise InputError("the export folder exists and is not empty; choose another, or replace it with --force",
+                             path=str(out))
+        if not (out / CRATE).is_file() or out.resolve() in (Path.cwd().resolve(), Path.home().resolve(), Path("/")):
+            raise InputError(f"--force replaces an earlier export only (a folder holding {CRATE}); this folder is "
+                             "not one", path=str(out))
 
 
 def _swap_in(staging: Path, out: Path) -> None:
@@ -554,6 +563,7 @@ def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: li
     from export.runs import load_runs, runs_document, verdict_nodes  # it builds on this module
 
     published = published_date(date)  # a bad --date fails before any work
+    out = Path(os.path.abspath(out))  # `.` has no name to stage beside
     _check_out(out, force)
     views, evidence_by_id, answers, manifest = load_package(pkg)
     evidence = list(evidence_by_id.values())  # load_package keeps the file's order

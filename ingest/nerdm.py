@@ -547,7 +547,9 @@ class NerdmBuilder(BuilderCore):
             own = comp.filepath or ""
             target_path = own.removesuffix(SIDECAR_SUFFIX) if own.endswith(SIDECAR_SUFFIX) else \
                 comp.describes.removeprefix("cmps/")
-            if target_path:
+            listed = by_nerdm_id.filepaths() if hasattr(by_nerdm_id, "filepaths") else \
+                {c.filepath for _, c, _ in by_nerdm_id.values()}
+            if target_path and target_path not in listed:  # a listed file named by a wrong @id is not missing
                 self.add_attested(target_path, [self.location(f"{ptr}/describes", comp.describes)])
             return
         _, tcomp, tid = target

@@ -264,6 +264,13 @@ class _Targets:
 
     def __init__(self, stream: NerdmStream) -> None:
         self.stream = stream
+        self._filepaths: set[str] | None = None
+
+    def filepaths(self) -> set[str]:
+        """Every component's filepath (read from the index once, when a checksum file names no component)."""
+        if self._filepaths is None:
+            self._filepaths = {fp for value in self.stream._index.values() if (fp := _unpack(value)[2]) is not None}
+        return self._filepaths
 
     def get(self, nerdm_id: str) -> tuple[int, NerdmComponent, str] | None:
         found = self.stream._index.get(_key(nerdm_id))

@@ -18,6 +18,7 @@ path on this machine can still open it, and the run says so.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -25,6 +26,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -117,14 +119,24 @@ class SealedPolicy:
         if self.sealing == "namespaces":
             keeps = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
             keeps |= {Path(p).resolve() for p in sys.path if p and Path(p).is_dir() and "site-packages" in p}
-            keeps |= {*packages, self.home.resolve(), Path(sys.executable).resolve().parent}
+            keeps |= {*packages, Path(sys.executable).resolve().parent}
+            keeps.discard(self.home.resolve())
             self.root = Path(tempfile.mkdtemp(prefix="voe-root-"))
-            child = ["unshare", "--user", "--map-root-user", "--net", "--mount", "--pid", "--fork",
+            child = ["unshare", "--user", "--map-root-user", "--net", "--mount", "--pid", "--fork", "--kill-child",
                      sys.executable, "-m", "replay.sandbox", "--root", str(self.root),
-                     *[a for k in sorted(keeps) for a in ("--keep", str(k))], "--", *child]
-        self.proc = subprocess.Popen(child, cwd=self.home, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=None, text=True, bufsize=1)
-        hello = self._read()
+                     *[a for k in sorted(keeps) for a in ("--keep", str(k))], "--writable", str(self.home.resolve()),
+                     "--", *child]
+        try:
+            self.proc = subprocess.Popen(child, cwd=self.home, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=None, text=True, bufsize=1, start_new_session=True)
+        except OSError as exc:
+            self._tidy()
+            raise UsageError(f"--policy python:{spec}: cannot start its process ({exc})") from exc
+        try:
+            hello = self._read()
+        except VoeError:
+            self.close()
+            raise
         if "error" in hello:
             self.close()
             raise UsageError(f"--policy python:{spec}: {hello['error']}")
@@ -135,7 +147,13 @@ class SealedPolicy:
         if not line:
             code = self.proc.wait()
             raise PolicyFailed(f"the policy python:{self.spec} stopped (its process exited with {code})")
-        reply: dict[str, Any] = json.loads(line)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            reply = None
+        if not isinstance(reply, dict):
+            raise PolicyFailed(f"the policy python:{self.spec} wrote something else than voe's answer on its standard "
+                               f"output: {line[:200]!r} (print to standard error instead)")
         return reply
 
     def act(self, view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]], rng: random.Random,
@@ -160,8 +178,12 @@ class SealedPolicy:
             try:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)  # the whole group: a policy that hangs goes too
                 self.proc.wait()
+        self._tidy()
+
+    def _tidy(self) -> None:
         shutil.rmtree(self.home, ignore_errors=True)
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)

@@ -223,8 +223,11 @@ class LocalNeo4j:
     def up(self, timeout: float = 180.0) -> ServerStatus:
         if self.pid() is not None:
             status = self.status()
-            if status.running:
+            if status.running and self._refuses_strangers():
                 return status
+            if status.running:  # started by an older voe without a password: started again, closed
+                self._log("the running server accepts any password (started by an older voe); restarting it")
+                self.down()
         # a port someone else holds: the new server would die on it while the other one answered our wait
         # (seen with an earlier server of this instance whose pid file was lost)
         for port in (self.bolt_port, self.http_port):
@@ -263,6 +266,22 @@ class LocalNeo4j:
             time.sleep(0.5)
         self.down()
         raise ServerError(f"Neo4j did not answer on {self.bolt_uri} within {timeout:.0f}s:\n{self._log_tail()}")
+
+    def _refuses_strangers(self) -> bool:
+        """Whether the running server asks for the password (one started without auth takes any)."""
+        from neo4j import GraphDatabase
+        from neo4j.exceptions import AuthError, Neo4jError, ServiceUnavailable
+
+        try:
+            with GraphDatabase.driver(self.bolt_uri, auth=(USER, "not-" + self.password()),
+                                      connection_timeout=2.0) as driver:
+                with driver.session() as session:
+                    session.run("RETURN 1").consume()
+        except AuthError:
+            return True
+        except (ServiceUnavailable, Neo4jError, OSError):
+            return True  # nothing to say it is open
+        return False
 
     def _initial_password(self, java: str, lib: Path, conf: Path) -> None:
         """Before the first start of an instance (no system database yet), neo4j-admin sets the password of

@@ -279,9 +279,12 @@ def test_export_refuses_a_symlinked_or_non_empty_out_and_replaces_only_with_forc
     (full / "notes.txt").write_text("mine")
     with pytest.raises(InputError, match="not empty.*--force"):
         export_package(package, full)
+    with pytest.raises(InputError, match="replaces an earlier export only"):  # not a folder of an export's
+        export_package(package, full, force=True)
     assert [p.name for p in full.iterdir()] == ["notes.txt"]
+    (full / CRATE).write_text("{}")  # an earlier export's folder: replaced whole
     summary = export_package(package, full, force=True)
-    assert summary.tasks > 0 and (full / CRATE).is_file() and not (full / "notes.txt").exists()
+    assert summary.tasks > 0 and json.loads((full / CRATE).read_text()) and not (full / "notes.txt").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "full", "link"]  # no staging left behind
 
 
@@ -301,7 +304,7 @@ def _camel(name: str) -> str:
 def test_export_without_answers_holds_nothing_verifier_only(package: Path, tmp_path: Path) -> None:
     out = tmp_path / "public"
     (out).mkdir()
-    for stale in (ANSWERS, "answers.jsonl"):  # stale answers from an earlier export must not survive
+    for stale in (ANSWERS, "answers.jsonl", CRATE):  # stale answers from an earlier export must not survive
         (out / stale).write_text("{}")
     summary = export_package(package, out, force=True)
     assert not summary.include_answers and summary.answers == 0
@@ -405,6 +408,11 @@ def test_a_context_at_any_depth_is_inlined_or_refused_and_no_socket_opens(tmp_pa
         {"@id": "a", "@context": "http://127.0.0.1:9/evil.jsonld", "name": "x"}]}))
     with pytest.raises(InputError, match="not one voe ships"):
         load_jsonld(nested)
+    scoped = tmp_path / "scoped.jsonld"  # a term's own context, inside the document's context object
+    scoped.write_text(json.dumps({"@context": {"t": {"@id": "http://x/t", "@context": "http://127.0.0.1:9/s.jsonld"}},
+                                  "@id": "a", "t": {"@id": "b"}}))
+    with pytest.raises(InputError, match="not one voe ships"):
+        load_jsonld(scoped)
     imports = tmp_path / "imports.jsonld"
     imports.write_text(json.dumps({"@context": {"@version": 1.1, "@import": "http://127.0.0.1:9/c.jsonld"},
                                    "@id": "a"}))
