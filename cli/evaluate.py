@@ -41,8 +41,9 @@ class _PolicyOption(click.Option):
 @click.argument("package", type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--policy", cls=_PolicyOption, required=True, callback=_check_policy,
               help="A baseline or shortcut probe ({policies}), openai:MODEL (any "
-                   "OpenAI-compatible endpoint) or python:MODULE:FUNCTION (your own policy, run sealed in a "
-                   "child process that cannot reach the answers, the package folder or the graph).")
+                   "OpenAI-compatible endpoint) or python:MODULE:FUNCTION (your own policy, run in a child "
+                   "process; on Linux with namespaces it cannot reach the answers, the package folder or the "
+                   "graph; run.json says which sealing it had).")
 @click.option("--passes", default=1, show_default=True, type=click.IntRange(1), help="Replicate passes over every task.")
 @click.option("--seed", default=0, show_default=True,
               help="Seed for the random policy and python: policies (per task and pass); sent to the model as "
