@@ -139,6 +139,14 @@ TOKENS = [b"\x00", b"\xff\xfe", b"\xef\xbb\xbf", b"99999999999999999999999999999
 NUMBER_RE = re.compile(rb"-?\d+(?:\.\d+)?")
 
 
+def odd_value(rng: random.Random) -> bytes:
+    """Issue 30's classes where a value belongs: NaN and infinities, numbers past a double, integers of thousands
+    of digits (past Python's int-from-string limit), lone surrogates (UTF-8-encoded, or as JSON and OOXML escapes)."""
+    return rng.choice([b"NaN", b"nan", b"-Infinity", b"inf", b"1e309", b"-1e-400", b"9" * rng.choice([400, 5000, 60_000]),
+                       b"-" + b"1" * 4301, b"0x" + b"f" * 3000, b"\xed\xa0\x80", b"a\xed\xb2\x80b", b"\\udc80",
+                       b"_xD800_", b"&#xD800;"])
+
+
 def _pos(rng: random.Random, data: bytes) -> int:
     return rng.randrange(len(data) + 1)
 
@@ -236,7 +244,8 @@ def _room(chunk: list[bytes]) -> int:
 
 def csv_mutation(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     lines = data.split(b"\n")
-    op = rng.choice(["dup_rows", "drop_commas", "add_commas", "quote", "wide_line", "field", "bom", "newlines", "nul"])
+    op = rng.choice(["dup_rows", "drop_commas", "add_commas", "quote", "wide_line", "field", "bom", "newlines", "nul",
+                     "values", "wide_header"])
     i = rng.randrange(len(lines))
     if op == "dup_rows":
         chunk = lines[i:i + rng.randint(1, 20)]
@@ -255,6 +264,15 @@ def csv_mutation(rng: random.Random, data: bytes) -> tuple[bytes, str]:
         return b"\xef\xbb\xbf" + data, op
     elif op == "newlines":
         return data.replace(b"\n", rng.choice([b"\r", b"\r\n", b"\n\n", b"\x0b"])), op
+    elif op == "values":  # issue 30: odd numbers and surrogates in fields, a whole column of them at times
+        fields = lines[i].split(b",")
+        fields[rng.randrange(len(fields))] = odd_value(rng)
+        lines[i] = b",".join(fields)
+        if rng.random() < 0.3:
+            value = odd_value(rng)
+            lines = [line + b"," + value for line in lines]
+    elif op == "wide_header":
+        lines[0] = b",".join(b"c%d" % k for k in range(rng.choice([1000, 100_000])))
     else:
         lines[i] = lines[i] + b"\x00"
     return b"\n".join(lines), op
@@ -263,7 +281,7 @@ def csv_mutation(rng: random.Random, data: bytes) -> tuple[bytes, str]:
 def line_mutation(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     """NC programs, STEP files and text: lines duplicated, long, odd words and numbers."""
     lines = data.split(b"\n")
-    op = rng.choice(["dup_lines", "long_line", "words", "params", "parens", "step", "empty_lines"])
+    op = rng.choice(["dup_lines", "long_line", "words", "params", "parens", "step", "empty_lines", "values"])
     i = rng.randrange(len(lines))
     if op == "dup_lines":
         chunk = lines[i:i + rng.randint(1, 30)]
@@ -279,6 +297,13 @@ def line_mutation(rng: random.Random, data: bytes) -> tuple[bytes, str]:
         lines[i] = lines[i] + rng.choice([b"(", b")", b"((a)", b"(E:)"])
     elif op == "step":
         lines[i:i] = [rng.choice([b"HEADER;", b"ENDSEC;", b"FILE_NAME('" + b"x" * 5000, b"FILE_SCHEMA(('a'));", b"#1=X;"])]
+    elif op == "values":  # issue 30: a number replaced by NaN, a huge integer, a lone surrogate...
+        found = list(NUMBER_RE.finditer(lines[i]))
+        if found:
+            m = rng.choice(found)
+            lines[i] = lines[i][:m.start()] + odd_value(rng) + lines[i][m.end():]
+        else:
+            lines[i] = lines[i] + b" " + odd_value(rng)
     else:
         lines[i:i] = [b""] * rng.choice([10, 100_000])
     return b"\n".join(lines), op
@@ -347,7 +372,8 @@ def xlsx_mutation(rng: random.Random, data: bytes, others: list[bytes]) -> tuple
     except Exception:  # noqa: BLE001 - an earlier mutation broke the zip: mutate its bytes instead
         return byte_mutation(rng, data, others)
     sheets = [n for n in members if n.startswith("xl/worksheets/sheet")]
-    op = rng.choice(["member", "member", "far_cell", "merge", "string_index", "drop", "cells"])
+    op = rng.choice(["member", "member", "far_cell", "merge", "string_index", "drop", "cells", "values",
+                     "cell_attributes"])
     if op == "member" or not sheets:
         weights = [5 if n in sheets else 3 if "sharedStrings" in n else 1 for n in members]
         name = rng.choices(list(members), weights)[0]
@@ -372,6 +398,18 @@ def xlsx_mutation(rng: random.Random, data: bytes, others: list[bytes]) -> tuple
                                members[name], count=rng.choice([1, 10]))
     elif op == "drop":
         del members[rng.choice(list(members))]
+    elif op == "values":  # issue 30: cell values that are NaN, infinite, huge, or strings with lone surrogates
+        name = rng.choice(sheets)
+        members[name] = re.sub(rb"<v>[^<]*</v>", lambda m: b"<v>" + odd_value(rng) + b"</v>", members[name],
+                               count=rng.choice([1, 10, 0]))
+        if rng.random() < 0.5:
+            members[name] = re.sub(rb'(<c r="[A-Z]+\d+")[^>]*>', rb'\1 t="inlineStr"><is><t>' + odd_value(rng)
+                                   + rb"</t></is></c><c r=\"ZZ1\">", members[name], count=1)
+    elif op == "cell_attributes":  # issue 30: attribute floods on the elements the workbook reader walks
+        name = rng.choice(sheets)
+        flood = b"".join(b' a%d="%d"' % (k, k) for k in range(rng.choice([100, 10_000, 100_000])))
+        tag = rng.choice([b"<c ", b"<row ", b"<worksheet "])
+        members[name] = members[name].replace(tag, tag + flood + b" ", 1)
     else:
         name = rng.choice(sheets)
         row = b'<row r="%d">' + b"".join(b'<c r="%s%%d"><v>1</v></c>' % col for col in (b"A", b"B", b"C")) + b"</row>"

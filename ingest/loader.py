@@ -7,10 +7,12 @@ refuses a chunk for memory). A chunked write is invisible until its last step:
 - a first ingest writes the record under its own ids, `ingest_state: "writing"`, then marks it
   `complete`;
 - a replacement (same record id, another stamp) writes the new version beside the old one, its
-  record-owned nodes under `staged:` ids, while the old one stays `complete` and readable. The swap then
-  marks the old Record `superseded` and the staged one `swapping` in one transaction (the commit point),
-  deletes the old version's nodes, renames the staged ones to their real ids and marks the record
-  `complete`. Readers (`settle`) wait for a live swap and finish a dead one.
+  record-owned nodes under `staged:` ids, while the old one stays `complete` and readable. The commit point,
+  one transaction, marks the old Record `superseded` and the staged one `complete` with `swap: "deleting"`:
+  from then on a query that starts from complete Records (README's, the Browser's) finds the new version,
+  whole. The swap then deletes the old version's nodes (`swap: "renaming"`), renames the staged ones to their
+  real ids and drops `swap`. Readers that look nodes up by id (the compiler, the verifiers: `settle`) wait
+  for a live swap and finish a dead one.
 
 Rows go through `GraphWriter.nodes(create=True)`: ids the graph does not hold are CREATEd, the rest MERGEd,
 and an edge with an endpoint this write created is CREATEd (in a later chunk only when that endpoint's id is
@@ -19,8 +21,11 @@ meanwhile fails on the id constraint and the transaction runs again with every s
 MERGEd, which waits on the constraint's lock instead of racing it. The graph is the one MERGE of every row
 gives (tests/ingest/test_write_paths.py).
 
-Every writing or swapping Record carries its writer's lease (host:pid and start); `clean_stale` removes
-what a dead writer left before the commit point and finishes a swap a dead writer left after it.
+Every writing or swapping Record carries its writer's lease: a token taken atomically with the Record
+(`take_lease`: of two ingests racing for one record id, one writes and the other is told the record is
+busy), the host:pid and the start. A failed write deletes what it wrote only while it still holds the
+lease. `clean_stale` (and any ingest of the same record id) takes a dead writer's lease over — exactly one
+process does — then removes what it left before the commit point or finishes its swap after it.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import queue
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Container, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -65,9 +71,16 @@ NODE_WRITERS = 2
 WRITER = f"{socket.gethostname()}:{os.getpid()}"
 STALE_AFTER_S = 6 * 3600  # a writer on another host is presumed dead after this long
 STAGED = "staged:"
+# a Record's state (its `swap`, else its ingest_state) while a write or a swap is unfinished; an older voe
+# marked a committed swap `swapping` or `renaming` in ingest_state
+UNFINISHED = frozenset({"writing", "deleting", "renaming", "swapping"})
 SETTLE_TIMEOUT_S = 1800.0
 # test hook: `VOE_FAULT_AT=<step>` kills this process (SIGKILL) when the chunked write reaches that step
 FAULT_STEPS = ("lease", "nodes", "files", "edges", "late", "commit", "deleted_old", "renamed")
+
+
+_HELD: set[str] = set()  # the leases this process holds now (its threads' writes, and swaps it finishes)
+_HELD_LOCK = threading.Lock()
 
 
 def _fault(step: str) -> None:
@@ -107,13 +120,36 @@ def write_record(graph: Graph, rg: RecordGraph, late: Late | None = None) -> Wri
             return w.counts
 
         try:
-            return _retrying(one_transaction)
+            return _unhindered(graph, rg, lambda: _retrying(one_transaction))
         except Neo4jError as exc:
             if not _out_of_memory(exc):
                 raise
             log.info("%s: one transaction is too large for the server's memory; writing it in chunks", rg.record_id)
         return _write_chunked(graph, rg, late_rows)
     return _write_chunked(graph, rg, late)
+
+
+class _DeadWriter(Exception):
+    """A writer of this record died between `recover` and the write's own check: finish what it left first."""
+
+
+def _unhindered(graph: Graph, rg: RecordGraph, write: Callable[[], T]) -> T:
+    """`write` once what dead writers left of this record is removed or finished (`recover`); again when
+    another writer of it died meanwhile (its check raised _DeadWriter)."""
+    for _ in range(RETRIES):
+        recover(graph, rg.record_id)
+        try:
+            return write()
+        except _DeadWriter:
+            continue
+    raise GraphBusy(f"{rg.record_id}: writers of it keep dying while this ingest waits; not written, run again")
+
+
+def _check(graph: Graph, rg: RecordGraph) -> None:
+    """What the graph holds of this record (`_previous`), or GraphBusy when another ingest is writing it."""
+    with graph.writer() as w:
+        _previous(w, rg)
+        _refuse_if_busy(w, rg)
 
 
 def _retrying(commit: Callable[[bool], WriteCounts]) -> WriteCounts:
@@ -190,8 +226,8 @@ class _OwnPrefix:
 
     def __init__(self, record_id: str, staged: bool) -> None:
         body = record_id.removeprefix("record:")
-        self.exact = None if staged else record_id
-        self.prefixes = (STAGED,) if staged else (f"component:{body}/", f"ev:{body}/")
+        self.exact = STAGED + record_id if staged else record_id
+        self.prefixes = (staged_prefix(record_id),) if staged else (f"component:{body}/", f"ev:{body}/")
         self.clean = True
 
     def saw(self, nodes: Sequence[NodeRow], held: set[str]) -> None:
@@ -218,10 +254,14 @@ def _previous(w: GraphWriter, rg: RecordGraph) -> None:
 
 
 def _refuse_if_busy(w: GraphWriter, rg: RecordGraph) -> None:
-    """A live writer (or a swap) of this record id elsewhere: leave it to finish."""
+    """A live writer (or a swap) of this record id elsewhere: leave it to finish (GraphBusy). A dead one's
+    unfinished write: _DeadWriter (`_unhindered` finishes it and checks again)."""
     for row in w.run("ingest/writers_of", record_id=rg.record_id, staged=STAGED + rg.record_id):
-        if row["state"] != "complete" and _alive(row["writer"], row["age"]):
-            raise GraphBusy(f"{rg.record_id} is being written by another ingest ({row['writer']}, since "
+        if row["state"] not in UNFINISHED:
+            continue
+        if not _alive(row["writer"], row["age"], row["lease"]):
+            raise _DeadWriter(row["record_id"])
+        raise GraphBusy(f"{rg.record_id} is being written by another ingest ({row['writer']}, since "
                             f"{row['since']}); not written, run again when it has finished")
 
 
@@ -300,6 +340,18 @@ class _Rows:
     edges: list[EdgeRow]
 
 
+def staged_prefix(record_id: str) -> str:
+    """The prefix of a staged version's node ids (its Record's aside). It holds the record id: two records
+    replaced at once that hold the same bytes stage the same content-addressed ids (source locations) apart,
+    so one's swap never renames or merges a node the other's staged version still needs."""
+    return f"{STAGED}{record_id}|"
+
+
+def _staged_ids(record_id: str) -> Callable[[str], str]:
+    prefix = staged_prefix(record_id)
+    return lambda node_id: STAGED + node_id if node_id == record_id else prefix + node_id
+
+
 def _stage(rg: RecordGraph, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow], staged: bool,
            owned: set[str] | None = None) -> tuple[list[NodeRow], list[EdgeRow]]:
     """The rows as a staged version writes them: the record's own nodes (those carrying its record id) under
@@ -309,9 +361,10 @@ def _stage(rg: RecordGraph, nodes: Sequence[NodeRow], edges: Sequence[EdgeRow], 
         return list(nodes), list(edges)
     rid = STAGED + rg.record_id
     own = {n.id for n in nodes if n.props.get("record_id") == rg.record_id} | (owned or set())
-    out_nodes = [NodeRow(STAGED + n.id, n.labels, {**n.props, "record_id": rid}) if n.id in own else n for n in nodes]
-    out_edges = [EdgeRow(e.rel, STAGED + e.src if e.src in own else e.src, e.src_label,
-                         STAGED + e.dst if e.dst in own else e.dst, e.dst_label, e.props)
+    sid = _staged_ids(rg.record_id)
+    out_nodes = [NodeRow(sid(n.id), n.labels, {**n.props, "record_id": rid}) if n.id in own else n for n in nodes]
+    out_edges = [EdgeRow(e.rel, sid(e.src) if e.src in own else e.src, e.src_label,
+                         sid(e.dst) if e.dst in own else e.dst, e.dst_label, e.props)
                  if e.src in own or e.dst in own else e for e in edges]
     return out_nodes, out_edges
 
@@ -354,10 +407,28 @@ def _write_files_linked(chunks: Chunker, nodes: list[NodeRow], edges: list[EdgeR
     chunks.write((), rest)
 
 
+def _take(w: GraphWriter, rg: RecordGraph, target: str, lease: str) -> None:
+    """The lease of `target`, or GraphBusy: another ingest created that Record first (between this one's check
+    and its write)."""
+    if not w.run("ingest/take_lease", record_id=target, lease=lease)[0]["ours"]:
+        raise GraphBusy(f"{rg.record_id} is being written by another ingest (it began meanwhile); not written, run "
+                        "again when it has finished")
+
+
+def _new_lease() -> str:
+    lease = uuid.uuid4().hex
+    with _HELD_LOCK:
+        _HELD.add(lease)
+    return lease
+
+
+def _release(lease: str) -> None:
+    with _HELD_LOCK:
+        _HELD.discard(lease)
+
+
 def _write_chunked(graph: Graph, rg: RecordGraph, late: Late | None) -> WriteCounts:
-    with graph.writer() as w:
-        _previous(w, rg)
-        _refuse_if_busy(w, rg)
+    _unhindered(graph, rg, lambda: _check(graph, rg))
     if rg.previous_state == "complete" and rg.previous_stamp == rg.stamp:
         return WriteCounts()  # the same inputs under the same rules: the graph already holds exactly this
     staged = rg.previous_state == "complete"
@@ -365,11 +436,25 @@ def _write_chunked(graph: Graph, rg: RecordGraph, late: Late | None) -> WriteCou
     nodes, edges = _stage(rg, rg.nodes, rg.edges, staged)
     rows = _order(target, nodes, edges)
     chunks = Chunker(graph)
+    lease = _new_lease()
     try:
+        return _write_chunked_steps(graph, rg, late, staged, target, rows, chunks, lease)
+    finally:
+        _release(lease)
+
+
+def _write_chunked_steps(graph: Graph, rg: RecordGraph, late: Late | None, staged: bool, target: str,
+                         rows: _Rows, chunks: Chunker, lease: str) -> WriteCounts:
+    def take(_: bool) -> WriteCounts:
         with graph.writer() as w:
+            _take(w, rg, target, lease)
             w.nodes([rows.record])
-            w.run("ingest/mark_writing", record_id=target, writer=WRITER, replaces=rg.record_id if staged else None)
-        chunks.counts.merge(w.counts)
+            w.run("ingest/mark_writing", record_id=target, writer=WRITER, lease=lease,
+                  replaces=rg.record_id if staged else None)
+        return w.counts
+
+    chunks.counts.merge(_retrying(take))  # GraphBusy here: nothing of this write to delete
+    try:
         _fault("lease")
         chunks.write(rows.nodes, parallel=True)
         _fault("nodes")
@@ -389,9 +474,9 @@ def _write_chunked(graph: Graph, rg: RecordGraph, late: Late | None) -> WriteCou
         if not staged:
             return _finish_first(graph, rg, chunks)
     except BaseException:
-        _abandon(graph, target)
+        _abandon(graph, target, lease)
         raise
-    return _swap(graph, rg, target, chunks)
+    return _swap(graph, rg, target, chunks, lease)
 
 
 def _finish_first(graph: Graph, rg: RecordGraph, chunks: Chunker) -> WriteCounts:
@@ -405,47 +490,72 @@ def _finish_first(graph: Graph, rg: RecordGraph, chunks: Chunker) -> WriteCounts
     return chunks.counts
 
 
-def _abandon(graph: Graph, target: str) -> None:
-    """What a failed write of several transactions wrote, before its commit point: gone."""
-    graph.execute_implicit("ingest/delete_record", record_id=target)
-    graph.execute("ingest/prune_orphan_files")  # files only the failed write linked
+def _abandon(graph: Graph, target: str, lease: str) -> None:
+    """What a failed write of several transactions wrote, before its commit point: gone — if this write still
+    holds the lease (a write refused at its lease wrote nothing, and the Record is another ingest's)."""
+    held = graph.query("ingest/lease_of", record_id=target)
+    if held and held[0]["lease"] == lease:
+        _again(graph, "ingest/delete_record", record_id=target)
+        _again(graph, "ingest/prune_orphan_files")  # files only the failed write linked
 
 
-def _swap(graph: Graph, rg: RecordGraph, target: str, chunks: Chunker) -> WriteCounts:
+def _again(graph: Graph, name: str, **params: Any) -> None:
+    """An idempotent batched statement, run again when a concurrent transaction got in its way (a deadlock on
+    the archive's relationships, a node another ingest deleted under it)."""
+    def run(_: bool) -> WriteCounts:
+        graph.execute_implicit(name, **params)
+        return WriteCounts()
+
+    _retrying(run)
+
+
+def _swap(graph: Graph, rg: RecordGraph, target: str, chunks: Chunker, lease: str) -> WriteCounts:
     """A replacement's commit point, then the swap (finish_swap)."""
-    with graph.writer() as w:
-        w.run("ingest/commit_swap", record_id=rg.record_id, staged=target, writer=WRITER)
+    def commit(_: bool) -> WriteCounts:
+        with graph.writer() as w:
+            done = w.run("ingest/commit_swap", record_id=rg.record_id, staged=target, writer=WRITER, lease=lease)
+        if not done[0]["committed"]:
+            raise GraphBusy(f"{rg.record_id}: another ingest took over this replacement before its commit point")
+        return w.counts
+
+    chunks.counts.merge(_retrying(commit))
     _fault("commit")
-    chunks.counts.merge(finish_swap(graph, rg.record_id))
+    chunks.counts.merge(finish_swap(graph, rg.record_id, lease))
     return chunks.counts
 
 
-def finish_swap(graph: Graph, record_id: str) -> WriteCounts:
-    """After the commit point: delete the old version, rename the staged one, mark it complete. Each step
-    is idempotent, so a reader or the next ingest can finish a swap whose writer died."""
+def finish_swap(graph: Graph, record_id: str, lease: str) -> WriteCounts:
+    """After the commit point: delete the old version, rename the staged one, drop the swap's mark. Each step
+    is idempotent and runs only for the holder of the staged Record's lease, so the next ingest or a reader can
+    finish a swap whose writer died once it has taken its lease over (`_finish_dead`), and no one else can."""
     staged = STAGED + record_id
     state = graph.query("ingest/record_state", record_id=staged)
-    if not state:
+    if not state or [r["lease"] for r in graph.query("ingest/lease_of", record_id=staged)] != [lease]:
         return WriteCounts()
-    if state[0]["state"] == "swapping":
-        graph.execute_implicit("ingest/delete_superseded", record_id=record_id)
-        graph.execute("ingest/mark_renaming", staged=staged)
+    phase = state[0]["swap"] or {"swapping": "deleting", "renaming": "renaming"}.get(state[0]["state"])
+    if phase is None:
+        return WriteCounts()  # before its commit point: not a swap to finish
+    if phase == "deleting":
+        _again(graph, "ingest/delete_superseded", record_id=record_id, lease=lease)
+        graph.execute("ingest/mark_renaming", staged=staged, lease=lease)
         _fault("deleted_old")
-    graph.execute_implicit("ingest/rename_staged", staged=staged, record_id=record_id, prefix=STAGED)
+    _again(graph, "ingest/rename_staged", staged=staged, record_id=record_id, prefix=staged_prefix(record_id),
+           lease=lease)
     # a shared id (a source location in bytes another record holds too) that another record wrote meanwhile:
     # the staged node takes it over, as a direct write would have
-    graph.execute_implicit("ingest/merge_staged", staged=staged, record_id=record_id, prefix=STAGED)
+    _again(graph, "ingest/merge_staged", staged=staged, record_id=record_id, prefix=staged_prefix(record_id),
+           lease=lease)
     _fault("renamed")
     def complete(_: bool) -> WriteCounts:
         with graph.writer() as w:
-            w.run("ingest/complete_swap", staged=staged, record_id=record_id, prefix=STAGED)
+            w.run("ingest/complete_swap", staged=staged, record_id=record_id, prefix=STAGED, lease=lease)
             w.run("ingest/prune_orphan_files")
         return w.counts
 
     return _retrying(complete)
 
 
-def _alive(writer: str | None, age: int | None) -> bool:
+def _alive(writer: str | None, age: int | None, lease: str | None = None) -> bool:
     """Whether the ingest that holds a record's lease may still be running: a process of this host that
     still exists, or any writer elsewhere younger than STALE_AFTER_S. No lease at all (an older voe) is dead."""
     if not writer or ":" not in writer:
@@ -453,7 +563,8 @@ def _alive(writer: str | None, age: int | None) -> bool:
     host, _, pid = writer.rpartition(":")
     if host == socket.gethostname() and pid.isdigit():
         if int(pid) == os.getpid():
-            return False  # this very process is not writing it now: a leftover of an earlier call
+            with _HELD_LOCK:  # another thread of this process may be writing it; else a leftover of an earlier call
+                return lease is not None and lease in _HELD
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
@@ -464,22 +575,39 @@ def _alive(writer: str | None, age: int | None) -> bool:
     return age is not None and age < STALE_AFTER_S
 
 
-def clean_stale(graph: Graph) -> list[str]:
-    """What dead writers left: a record still `writing` (before its commit point) is deleted (readers never
-    saw it; a staged version's old record is untouched); a swap past its commit point is finished. Returns the
-    record ids cleaned."""
-    cleaned = []
-    for row in graph.query("ingest/stale_writers"):
-        if _alive(row["writer"], row["age"]):
-            continue
-        rid = str(row["record_id"])
+def _finish_dead(graph: Graph, row: dict[str, Any]) -> bool:
+    """A dead writer's unfinished record (a row of stale_writers or writers_of): its lease taken over — by
+    this process only, if several try — then what it wrote before its commit point deleted (readers never saw
+    it; a staged version's old record is untouched) or its swap finished. Whether this process did it."""
+    rid = str(row["record_id"])
+    lease = _new_lease()
+    try:
+        taken = graph.transact(lambda w: w.run("ingest/take_over", record_id=rid, dead=row["lease"],
+                                               dead_writer=row["writer"], lease=lease, writer=WRITER))
+        if not taken or not taken[0]["taken"]:
+            return False
         if row["state"] == "writing":
-            graph.execute_implicit("ingest/delete_record", record_id=rid)
-            graph.execute("ingest/prune_orphan_files")
+            _again(graph, "ingest/delete_record", record_id=rid)
+            _again(graph, "ingest/prune_orphan_files")
         else:
-            finish_swap(graph, rid.removeprefix(STAGED))
-        cleaned.append(rid)
-    return cleaned
+            finish_swap(graph, rid.removeprefix(STAGED), lease)
+        return True
+    finally:
+        _release(lease)
+
+
+def recover(graph: Graph, record_id: str) -> None:
+    """Before a record is written: what a dead writer left of it (a write before its commit point, a swap
+    after it) is removed or finished, so this write starts from one whole version or none."""
+    for row in graph.query("ingest/writers_of", record_id=record_id, staged=STAGED + record_id):
+        if row["state"] in UNFINISHED and not _alive(row["writer"], row["age"], row["lease"]):
+            _finish_dead(graph, row)
+
+
+def clean_stale(graph: Graph) -> list[str]:
+    """What dead writers left, in every record (`recover` of each). Returns the record ids cleaned."""
+    return [str(row["record_id"]) for row in graph.query("ingest/stale_writers")
+            if not _alive(row["writer"], row["age"], row["lease"]) and _finish_dead(graph, row)]
 
 
 def settle(graph: Graph, timeout: float = SETTLE_TIMEOUT_S, say: Callable[[str], None] | None = None) -> None:
@@ -493,8 +621,8 @@ def settle(graph: Graph, timeout: float = SETTLE_TIMEOUT_S, say: Callable[[str],
             return
         for row in pending:
             rid = str(row["record_id"])
-            if not _alive(row["writer"], row["age"]):
-                finish_swap(graph, rid.removeprefix(STAGED))
+            if not _alive(row["writer"], row["age"], row["lease"]):
+                _finish_dead(graph, row)
             elif rid not in told and say is not None:
                 say(f"waiting for the ingest replacing {rid.removeprefix(STAGED)} to finish its swap")
                 told.add(rid)
@@ -518,10 +646,11 @@ def _stage_shared(rg: RecordGraph, nodes: Sequence[NodeRow], edges: Sequence[Edg
     an edge to an earlier chunk's node is staged too."""
     rid = STAGED + rg.record_id
     shared.update(n.id for n in nodes if n.props.get("record_id") != rg.record_id)
-    out_nodes = [n if n.id in shared else NodeRow(STAGED + n.id, n.labels, {**n.props, "record_id": rid})
+    sid = _staged_ids(rg.record_id)
+    out_nodes = [n if n.id in shared else NodeRow(sid(n.id), n.labels, {**n.props, "record_id": rid})
                  for n in nodes]
-    out_edges = [EdgeRow(e.rel, e.src if e.src in shared else STAGED + e.src, e.src_label,
-                         e.dst if e.dst in shared else STAGED + e.dst, e.dst_label, e.props) for e in edges]
+    out_edges = [EdgeRow(e.rel, e.src if e.src in shared else sid(e.src), e.src_label,
+                         e.dst if e.dst in shared else sid(e.dst), e.dst_label, e.props) for e in edges]
     return out_nodes, out_edges
 
 
@@ -578,9 +707,7 @@ def write_streamed(graph: Graph, stream: NerdmStream) -> WriteCounts:
     visible before the last step, and a failure deletes what was written. `open_streamed` has run pass 2: the
     stamp decides whether anything is written at all."""
     rg = stream.g
-    with graph.writer() as w:
-        _previous(w, rg)
-        _refuse_if_busy(w, rg)
+    _unhindered(graph, rg, lambda: _check(graph, rg))
     if rg.previous_state == "complete" and rg.previous_stamp == rg.stamp:
         return WriteCounts()  # the same inputs under the same rules: nothing is built or written
     staged = rg.previous_state == "complete"
@@ -592,25 +719,33 @@ def write_streamed(graph: Graph, stream: NerdmStream) -> WriteCounts:
         return _stage_shared(rg, nodes, edges, shared) if staged else (list(nodes), list(edges))
 
     chunks = Chunker(graph, fresh=_OwnPrefix(rg.record_id, staged))
-    with collector.relaxed():  # after prepare(): the index it built is frozen out of the collector's view
-        return _write_stream_steps(graph, stream, rg, staged, target, stage, chunks)
+    lease = _new_lease()
+    try:
+        with collector.relaxed():  # after prepare(): the index it built is frozen out of the collector's view
+            return _write_stream_steps(graph, stream, rg, staged, target, stage, chunks, lease)
+    finally:
+        _release(lease)
 
 
 def _write_stream_steps(graph: Graph, stream: NerdmStream, rg: RecordGraph, staged: bool, target: str,
                         stage: Callable[[Sequence[NodeRow], Sequence[EdgeRow]], tuple[list[NodeRow], list[EdgeRow]]],
-                        chunks: Chunker) -> WriteCounts:
+                        chunks: Chunker, lease: str) -> WriteCounts:
+    head_nodes, head_edges = stage(*stream.head())
+    record = next(n for n in head_nodes if n.id == target)
+
+    def take(shared_create: bool) -> WriteCounts:
+        with graph.writer() as w:
+            _take(w, rg, target, lease)
+            # not through chunks.fresh: take_lease created the Record in this transaction, which must not count
+            # as a leftover this write merged into
+            _write(w, [record], ())
+            w.run("ingest/mark_writing", record_id=target, writer=WRITER, lease=lease,
+                  replaces=rg.record_id if staged else None)
+            _write(w, [n for n in head_nodes if n is not record], head_edges, chunks.fresh, shared_create)
+        return w.counts
+
+    chunks.counts.merge(_retrying(take))  # GraphBusy here: nothing of this write to delete
     try:
-        head_nodes, head_edges = stage(*stream.head())
-        record = next(n for n in head_nodes if n.id == target)
-
-        def lease(shared_create: bool) -> WriteCounts:
-            with graph.writer() as w:
-                _write(w, [record], (), chunks.fresh)
-                w.run("ingest/mark_writing", record_id=target, writer=WRITER, replaces=rg.record_id if staged else None)
-                _write(w, [n for n in head_nodes if n is not record], head_edges, chunks.fresh, shared_create)
-            return w.counts
-
-        chunks.counts.merge(_retrying(lease))
         _fault("lease")
         written = [0]
 
@@ -644,6 +779,6 @@ def _write_stream_steps(graph: Graph, stream: NerdmStream, rg: RecordGraph, stag
         if not staged:
             return _finish_first(graph, rg, chunks)
     except BaseException:
-        _abandon(graph, target)
+        _abandon(graph, target, lease)
         raise
-    return _swap(graph, rg, target, chunks)
+    return _swap(graph, rg, target, chunks, lease)

@@ -2,6 +2,8 @@
 // two records hold): the node under the real id takes the staged node's labels, properties and
 // relationships, as a direct write would have made it, and the staged node goes. (Run after rename_staged:
 // only such nodes are left under the staged record id.)
+MATCH (s:Record {id: $staged})
+WHERE s.lease = $lease  // only the swap's holder
 MATCH (n:Node {record_id: $staged})
 WHERE NOT n:Record
 CALL (n) {

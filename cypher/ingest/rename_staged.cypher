@@ -1,6 +1,8 @@
 // Give the staged version's nodes their real ids (batched); the Record node last, in complete_swap. An id
 // another record holds (shared content) is left to merge_staged. The lookup of the real id runs inside each
 // batch: a unique-index seek holds its lock until its transaction ends, and the batch must be able to write it.
+MATCH (s:Record {id: $staged})
+WHERE s.lease = $lease  // only the swap's holder
 MATCH (n:Node {record_id: $staged})
 WHERE NOT n:Record
 CALL (n) {

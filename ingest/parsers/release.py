@@ -58,6 +58,13 @@ def _is_release_summary(p: Probe) -> bool:
     return RELEASE_HEAD_RE.match(p.text_head) is not None
 
 
+def _widest_tag(data: bytes, limit: int) -> int:
+    """The most attributes (counted as `=` signs) in one tag, among the tags long enough to hold more than
+    `limit` of them (each takes at least two bytes), so the scan costs one regex pass."""
+    long_tags = re.finditer(rb"<[^<>]{%d,}" % (2 * limit), data)
+    return max((m.group().count(b"=") for m in long_tags), default=0)
+
+
 @parser("release_summary", order=40, detect=_is_release_summary, libraries=("lxml",))
 def _release_file(path: Path) -> Parsed:
     """AM Bench release file summary (HTML): removed, renamed, changed and new files between two releases."""
@@ -68,6 +75,9 @@ def parse_release_summary(data: bytes) -> Parsed:
     parsed = Parsed(format="release_summary", role=Role.SOURCE_DOCUMENT)
     meter = Meter()
     meter.take("xml_elements", data.count(b"<") - data.count(b"</"), "nodes of the HTML document (not parsed)")
+    # libxml2's HTML parser checks each attribute against the element's earlier ones: quadratic in a flood
+    meter.take("xml_attributes", _widest_tag(data, meter.limit("xml_attributes")),
+               "attributes of one HTML element (not parsed)")
     parser = etree.HTMLParser(encoding=text_encoding(data), no_network=True, huge_tree=False,
                               remove_comments=True, remove_pis=True)
     root = etree.fromstring(data, parser)

@@ -86,7 +86,8 @@ def test_the_next_ingest_removes_what_a_dead_writer_left(graph: Graph, archives:
 
     def leftover(rid: str, writer: str) -> None:
         with graph.writer() as w:
-            w.run("ingest/mark_writing", record_id=rid, writer=writer, replaces=None)
+            w.run("ingest/take_lease", record_id=rid, lease=f"lease of {writer}")
+            w.run("ingest/mark_writing", record_id=rid, writer=writer, lease=f"lease of {writer}", replaces=None)
             w.nodes([NodeRow(f"{rid}/c", (Label.COMPONENT,), {"record_id": rid, "filepath": "x"})])
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)

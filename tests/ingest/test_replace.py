@@ -86,20 +86,40 @@ def test_a_replacement_ends_as_a_direct_ingest_of_the_new_version(graph: Graph, 
     assert len(direct[0]) > 3 * SMALL["CHUNK_ELEMENTS"]  # the record really was written in chunks
 
 
+def browser_view(graph: Graph) -> list[tuple[str, str, int, int]]:
+    """What README's Browser queries read: the complete Records, each with its components and their defects."""
+    with graph._driver.session() as s:  # noqa: SLF001
+        return sorted((r["ark"], r["title"], r["components"], r["defects"]) for r in s.run(
+            "MATCH (r:Record {ingest_state: 'complete'}) OPTIONAL MATCH (r)-[:HAS_COMPONENT]->(c) "
+            "OPTIONAL MATCH (c)-[:HAS_DEFECT]->(d:Defect) "
+            "RETURN r.ark AS ark, r.title AS title, count(DISTINCT c) AS components, count(d) AS defects"))
+
+
 def test_readers_see_the_previous_version_until_the_swap(graph: Graph, versions: tuple[Path, Path],
                                                          small_chunks: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the commit point the compiler's reading and the Browser's see the previous version; from it on the
+    Browser's (which starts from complete Records) sees the new one whole while the swap deletes and renames
+    in batches — at no step neither version, or a part of one."""
     v1, v2 = versions
+    ingest_paths([v2], graph)
+    new_browser = browser_view(graph)
+    graph.clear()
     ingest_paths([v1], graph)
-    before = reader_view(graph)
-    seen: dict[str, list[Any]] = {}
-    monkeypatch.setattr(loader, "_fault", lambda step: seen.setdefault(step, reader_view(graph)))
+    before, old_browser = reader_view(graph), browser_view(graph)
+    assert old_browser != new_browser and len(old_browser) == 1
+    seen: dict[str, tuple[list[Any], list[Any]]] = {}
+    monkeypatch.setattr(loader, "_fault",
+                        lambda step: seen.setdefault(step, (reader_view(graph), browser_view(graph))))
     ingest_paths([v2], graph)
     staging = ["lease", "nodes", "files", "edges", "late"]
-    assert set(staging) <= set(seen)
+    assert set(staging) | {"commit", "deleted_old", "renamed"} <= set(seen)
     for step in staging:
-        assert seen[step] == before, step
+        assert seen[step] == (before, old_browser), step
+    for step in ("commit", "deleted_old", "renamed"):
+        assert seen[step][1] == new_browser, step
     after = reader_view(graph)
     assert after != before and after[0][0]["title"] == "second"
+    assert browser_view(graph) == new_browser
 
 
 def test_a_failed_replacement_keeps_the_previous_version(graph: Graph, versions: tuple[Path, Path],
@@ -182,8 +202,8 @@ def test_kill_9_at_any_step_leaves_one_whole_version(graph: Graph, versions: tup
     ingest_paths([v1], graph)
     old = snapshot(graph)
     child = _ingest_in_child([v2], graph.settings.uri, fault=step, streamed=streamed)
-    _, err = child.communicate(timeout=300)
-    assert child.returncode == -9, err
+    out, err = child.communicate(timeout=300)
+    assert child.returncode == -9, out + err
     unrelated = _record(tmp_path / "unrelated", 5, "unrelated")
     doc = json.loads((unrelated / "nerdm.json").read_text())
     doc["@id"] = "ark:/88434/mds2-7779"

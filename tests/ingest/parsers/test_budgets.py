@@ -488,3 +488,15 @@ def test_a_dictionary_keyed_by_nested_arrays_is_read_in_bounded_memory(tmp_path:
     assert peak < 32 << 20, f"{peak >> 20} MiB"
     assert pdf_parser._bounded_literal_name([{"k": 1}] * 3) == "<list>"
     assert pdf_parser._bounded_literal_name(b"x" * 1000) == str(b"x" * 64)
+
+
+@pytest.mark.timeout(120)  # libxml2's HTML parser compared each attribute with the earlier ones: 19 s for 100,000
+def test_a_release_summary_with_an_attribute_flood_is_refused_before_parsing(tmp_path: Path) -> None:
+    flood = b" ".join(b'a%d="%d"' % (k, k) for k in range(100_000))
+    path = tmp_path / "release-file-change-summary-1.0.0-to-2.0.0.html"
+    path.write_bytes(b"<html><body><h1>Release File Summary: 1.0.0 to 2.0.0</h1><table " + flood + b"><tr><th>File "
+                     b"Basename</th></tr></table></body></html>")
+    parsed = parse_file(path, path.name)
+    assert parsed is not None
+    [defect] = _budget(parsed, "xml_attributes")
+    assert "attributes of one HTML element" in defect.detail and parsed.facts == []

@@ -1,0 +1,42 @@
+"""A worker process of the swap stress test (tests/ingest/test_swap_stress.py): ingests its list of record
+folders one by one with small chunk sizes (so every record is written in several transactions, and every
+replacement is staged and swapped) and logs one JSON line per ingest: which folder, when, the outcome.
+
+    python -m tests.ingest.swap_worker LOG FOLDER...
+
+`VOE_FAULT_AT` (ingest/loader.py) kills it at a step of its first chunked replacement."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import ingest.loader as loader
+import ingest.nerdm_stream as nerdm_stream
+from ingest import ingest_paths
+from voe.graph import Graph
+
+SMALL = {"SINGLE_TX_ELEMENTS": 400, "CHUNK_ELEMENTS": 600}
+
+
+def main(log: Path, folders: list[Path]) -> None:
+    for name, value in SMALL.items():
+        setattr(loader, name, value)
+    nerdm_stream.CHUNK_COMPONENTS = 100
+    graph = Graph()
+    with log.open("a", encoding="utf-8") as out:
+        for folder in folders:
+            start = time.time()
+            report = ingest_paths([folder], graph)
+            out.write(json.dumps({"folder": str(folder), "start": start, "end": time.time(),
+                                  "errors": [e.message for e in report.errors],
+                                  "records": report.records, "replaced": report.records_replaced,
+                                  "unchanged": report.records_unchanged}) + "\n")
+            out.flush()
+    graph.close()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), [Path(p) for p in sys.argv[2:]])
