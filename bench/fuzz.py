@@ -403,8 +403,10 @@ def xlsx_mutation(rng: random.Random, data: bytes, others: list[bytes]) -> tuple
         members[name] = re.sub(rb"<v>[^<]*</v>", lambda m: b"<v>" + odd_value(rng) + b"</v>", members[name],
                                count=rng.choice([1, 10, 0]))
         if rng.random() < 0.5:
-            members[name] = re.sub(rb'(<c r="[A-Z]+\d+")[^>]*>', rb'\1 t="inlineStr"><is><t>' + odd_value(rng)
-                                   + rb"</t></is></c><c r=\"ZZ1\">", members[name], count=1)
+            value = odd_value(rng)
+            members[name] = re.sub(rb'(<c r="[A-Z]+\d+")[^>]*>',
+                                   lambda m: m.group(1) + b' t="inlineStr"><is><t>' + value + b'</t></is></c><c r="ZZ1">',
+                                   members[name], count=1)
     elif op == "cell_attributes":  # issue 30: attribute floods on the elements the workbook reader walks
         name = rng.choice(sheets)
         flood = b"".join(b' a%d="%d"' % (k, k) for k in range(rng.choice([100, 10_000, 100_000])))
