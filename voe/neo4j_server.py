@@ -289,8 +289,18 @@ class LocalNeo4j:
         if (self.home / "data" / "databases" / "system").exists():
             return
         env = {"NEO4J_HOME": str(self.home), "NEO4J_CONF": str(conf), "PATH": "/usr/bin:/bin"}
-        done = subprocess.run([java, *JVM_OPENS, "-cp", f"{lib}/*", ADMIN_TOOL, "dbms", "set-initial-password",
-                               self.password()], env=env, capture_output=True, text=True, check=False)
+        # the arguments go through a Java @argfile readable by the owner alone: on the command line the password
+        # would be in /proc/<pid>/cmdline, which every local user can read while neo4j-admin runs
+        args = [*JVM_OPENS, "-cp", f"{lib}/*", ADMIN_TOOL, "dbms", "set-initial-password", self.password()]
+        argfile = self.home / "set-initial-password.args"
+        argfile.unlink(missing_ok=True)
+        fd = os.open(argfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write("".join('"' + a.replace("\\", "\\\\").replace('"', '\\"') + '"\n' for a in args))
+            done = subprocess.run([java, f"@{argfile}"], env=env, capture_output=True, text=True, check=False)
+        finally:
+            argfile.unlink(missing_ok=True)
         if done.returncode != 0:
             said = "\n".join(ln for ln in (done.stdout + done.stderr).splitlines() if not ln.startswith("\tat "))
             raise ServerError(f"neo4j-admin could not set the instance's password (exit {done.returncode}):\n"

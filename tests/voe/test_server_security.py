@@ -12,11 +12,13 @@ import json
 import os
 import socket
 import stat
+import subprocess
 import threading
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
@@ -102,9 +104,18 @@ def test_the_suites_server_refuses_a_stranger(neo4j_settings: Neo4jSettings) -> 
     assert local_password(neo4j_settings.uri, settings().cache_dir) == neo4j_settings.password
 
 
-def test_a_fresh_voe_db_up_is_closed_and_its_password_is_the_owners_alone(neo4j_settings: object,
-                                                                          tmp_path: Path) -> None:
+def test_a_fresh_voe_db_up_is_closed_and_its_password_is_the_owners_alone(neo4j_settings: object, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     server = LocalNeo4j("fresh-security", bolt_port=17690, http_port=17477, heap="512m", pagecache="64m")
+    argvs: list[list[str]] = []  # every command voe runs while it sets up and starts the server
+    for name in ("run", "Popen"):
+        real = getattr(subprocess, name)
+
+        def spy(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            argvs.append([str(a) for a in (args[0] if args else kwargs["args"])])
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(subprocess, name, spy)
     server.down()
     for leftover in (server.home / "data", server.password_file):  # a first start, as on a new machine
         if leftover.is_dir():
@@ -118,6 +129,10 @@ def test_a_fresh_voe_db_up_is_closed_and_its_password_is_the_owners_alone(neo4j_
         assert status.running
         mode = stat.S_IMODE(server.password_file.stat().st_mode)
         assert mode == 0o600 and len(server.password()) >= 24
+        # neo4j-admin got it from an argfile of the owner's, not on a command line any local user can read
+        assert any(any(a.startswith("@") for a in argv) for argv in argvs), argvs
+        assert not any(server.password() in a for argv in argvs for a in argv)
+        assert not list(server.home.glob("*.args"))
         _attack(status.bolt_uri)
         conf = (server.home / "conf" / "neo4j.conf").read_text()
         assert "dbms.security.auth_enabled=true" in conf and "server.http_enabled_modules=BROWSER" in conf
