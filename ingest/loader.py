@@ -112,6 +112,9 @@ def write_record(graph: Graph, rg: RecordGraph, late: Late | None = None) -> Wri
 
         def one_transaction(shared_create: bool) -> WriteCounts:
             with graph.writer() as w:
+                # the Record's lock first: a chunked write of the same id that takes its lease meanwhile waits
+                # for this one (and is then refused), or this one waits for it and is refused below
+                w.run("ingest/lock_record", record_id=rg.record_id)
                 _previous(w, rg)
                 _refuse_if_busy(w, rg)
                 created = _write(w, rg.nodes, rg.edges, shared_create=shared_create)
@@ -415,6 +418,16 @@ def _take(w: GraphWriter, rg: RecordGraph, target: str, lease: str) -> None:
                         "again when it has finished")
 
 
+def _let_go(graph: Graph, target: str, lease: str) -> None:
+    """After a failure this process survives (one past the commit point, or a delete that failed): the Record it
+    still holds names no writer, so any other ingest or reader sees a dead writer and finishes it now, not when
+    this process exits."""
+    try:
+        graph.execute("ingest/let_go", record_id=target, lease=lease)
+    except Exception:  # noqa: BLE001 - best effort: the server may be the failure; the lease then ages out with the pid
+        log.debug("could not let go of %s", target, exc_info=True)
+
+
 def _new_lease() -> str:
     lease = uuid.uuid4().hex
     with _HELD_LOCK:
@@ -439,6 +452,9 @@ def _write_chunked(graph: Graph, rg: RecordGraph, late: Late | None) -> WriteCou
     lease = _new_lease()
     try:
         return _write_chunked_steps(graph, rg, late, staged, target, rows, chunks, lease)
+    except BaseException:
+        _let_go(graph, target, lease)
+        raise
     finally:
         _release(lease)
 
@@ -540,11 +556,11 @@ def finish_swap(graph: Graph, record_id: str, lease: str) -> WriteCounts:
         graph.execute("ingest/mark_renaming", staged=staged, lease=lease)
         _fault("deleted_old")
     _again(graph, "ingest/rename_staged", staged=staged, record_id=record_id, prefix=staged_prefix(record_id),
-           lease=lease)
+           legacy=STAGED, lease=lease)
     # a shared id (a source location in bytes another record holds too) that another record wrote meanwhile:
     # the staged node takes it over, as a direct write would have
     _again(graph, "ingest/merge_staged", staged=staged, record_id=record_id, prefix=staged_prefix(record_id),
-           lease=lease)
+           legacy=STAGED, lease=lease)
     _fault("renamed")
     def complete(_: bool) -> WriteCounts:
         with graph.writer() as w:
@@ -586,7 +602,8 @@ def _finish_dead(graph: Graph, row: dict[str, Any]) -> bool:
                                                dead_writer=row["writer"], lease=lease, writer=WRITER))
         if not taken or not taken[0]["taken"]:
             return False
-        if row["state"] == "writing":
+        # the state read under the lock, not the row's: the dead writer may have passed its commit point since
+        if taken[0]["state"] == "writing":
             _again(graph, "ingest/delete_record", record_id=rid)
             _again(graph, "ingest/prune_orphan_files")
         else:
@@ -723,6 +740,9 @@ def write_streamed(graph: Graph, stream: NerdmStream) -> WriteCounts:
     try:
         with collector.relaxed():  # after prepare(): the index it built is frozen out of the collector's view
             return _write_stream_steps(graph, stream, rg, staged, target, stage, chunks, lease)
+    except BaseException:
+        _let_go(graph, target, lease)
+        raise
     finally:
         _release(lease)
 

@@ -7,8 +7,8 @@ WHERE s.lease = $lease  // only the swap's holder
 MATCH (n:Node {record_id: $staged})
 WHERE NOT n:Record
 CALL (n) {
-  MATCH (m:Node {id: substring(n.id, size($prefix))})
-  SET m = n {.*, id: substring(n.id, size($prefix)), record_id: $record_id}
+  MATCH (m:Node {id: substring(n.id, size(CASE WHEN n.id STARTS WITH $prefix THEN $prefix ELSE $legacy END))})
+  SET m = n {.*, id: substring(n.id, size(CASE WHEN n.id STARTS WITH $prefix THEN $prefix ELSE $legacy END)), record_id: $record_id}
   SET m:$(labels(n))
   WITH n, m
   CALL (n, m) {

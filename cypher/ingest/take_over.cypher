@@ -10,4 +10,4 @@ WITH r, (r.ingest_state IN ['writing', 'swapping', 'renaming'] OR r.swap IS NOT 
 REMOVE r.taking
 FOREACH (_ IN CASE WHEN ours THEN [1] ELSE [] END |
   SET r.lease = $lease, r.writer = $writer, r.writing_since = datetime())
-RETURN count(CASE WHEN ours THEN 1 END) AS taken
+RETURN count(CASE WHEN ours THEN 1 END) AS taken, coalesce(r.swap, r.ingest_state) AS state

@@ -272,3 +272,24 @@ def test_the_same_record_twice_at_once_is_refused_cleanly(graph: Graph, versions
     assert child.wait(timeout=300) == 0
     assert len(report.errors) == 1 and "is being written by another ingest" in report.errors[0].message
     assert reader_view(graph)[0][0]["title"] == "first version"
+
+
+def test_a_stale_row_of_a_writer_that_died_past_its_commit_point_finishes_its_swap(
+        graph: Graph, versions: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recovery that read the staged Record as `writing` just before its writer committed the swap and died
+    acts on what it finds under the lock (the swap to finish), not on the row it read (which would delete the
+    version readers now see)."""
+    v1, v2 = versions
+    for name, value in SMALL.items():
+        monkeypatch.setattr(loader, name, value)
+    ingest_paths([v2], graph)
+    new = snapshot(graph)
+    graph.clear()
+    ingest_paths([v1], graph)
+    child = _ingest_in_child([v2], graph.settings.uri, fault="commit")
+    out, err = child.communicate(timeout=300)
+    assert child.returncode == -9, out + err
+    [row] = [r for r in graph.query("ingest/stale_writers") if r["record_id"].startswith(loader.STAGED)]
+    assert row["state"] == "deleting"
+    assert loader._finish_dead(graph, {**row, "state": "writing"})  # noqa: SLF001 - the row as read before the commit
+    assert snapshot(graph) == new
