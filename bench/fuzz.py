@@ -268,8 +268,8 @@ def csv_mutation(rng: random.Random, data: bytes) -> tuple[bytes, str]:
         fields = lines[i].split(b",")
         fields[rng.randrange(len(fields))] = odd_value(rng)
         lines[i] = b",".join(fields)
-        if rng.random() < 0.3:
-            value = odd_value(rng)
+        value = odd_value(rng)
+        if rng.random() < 0.3 and (len(value) + 1) * len(lines) <= MAX_INPUT:  # a column, not gigabytes of one
             lines = [line + b"," + value for line in lines]
     elif op == "wide_header":
         lines[0] = b",".join(b"c%d" % k for k in range(rng.choice([1000, 100_000])))

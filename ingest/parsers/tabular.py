@@ -534,6 +534,9 @@ def _read_sheet(book: _Book, title: str, target: str, parsed: Parsed) -> _Sheet:
                         except Exception:  # noqa: BLE001 - _cell names the problem
                             last_rc = _cell(el, formulas, cached, row_ok, sheet, book, meter, bad) or last_rc
                         else:
+                            if r < 1 or c < 1:
+                                bad.append(f"{printable(coordinate, 40)} (not a cell: rows and columns start at 1)")
+                                continue
                             formulas.col_counter = c
                             box = sheet.box
                             if box is None or r < box[0] or c < box[1] or r > box[2] or c > box[3]:
@@ -588,6 +591,9 @@ def _cell(el: Any, formulas: Any, cached: Any, row_ok: bool, sheet: _Sheet, book
             bad.append(f"{printable(el.get('r') or '?', 40)} ({type(exc).__name__}: {printable(exc, 80)})")
         return None
     r, c, value = cell["row"], cell["column"], cell["value"]
+    if r < 1 or c < 1:  # "A0": openpyxl reads it as row 0, a place no sheet has
+        bad.append(f"{printable(el.get('r') or '?', 40)} (not a cell: rows and columns start at 1)")
+        return None
     sheet.grow(r, c, r, c)
     if value is None:
         return r, c

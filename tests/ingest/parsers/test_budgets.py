@@ -500,3 +500,17 @@ def test_a_release_summary_with_an_attribute_flood_is_refused_before_parsing(tmp
     assert parsed is not None
     [defect] = _budget(parsed, "xml_attributes")
     assert "attributes of one HTML element" in defect.detail and parsed.facts == []
+
+
+def test_a_cell_at_row_or_column_zero_is_said_and_the_rest_of_the_sheet_kept(tmp_path: Path) -> None:
+    """`<c r="A0">` (found by the long fuzz) is no place on a sheet: openpyxl reads it as row 0, which the header
+    scan once indexed as the last row (IndexError, a bug of voe's); such cells are now named as unreadable."""
+    rows = ('<row r="1"><c r="A0"><v>1</v></c><c r="A0"/><c r="B1"><v>2</v></c></row>'
+            '<row r="2"><c r="A2"><v>3</v></c></row>')
+    parsed = parse_file(_xlsx(tmp_path / "zero.xlsx", rows), "zero.xlsx")
+    assert parsed is not None and "parser_bug" not in parsed.summary
+    [defect] = [d for d in parsed.defects if d.rule == "xlsx.read"]
+    assert "2 cell(s) cannot be read: A0 (not a cell" in defect.detail
+    assert sorted(f.locator for f in parsed.facts if f.locator.startswith("data!")) == ["data!A2", "data!B1"]
+    only = parse_file(_xlsx(tmp_path / "only.xlsx", '<row r="1"><c r="A0"><v>1</v></c></row>'), "only.xlsx")
+    assert only is not None and "parser_bug" not in only.summary
