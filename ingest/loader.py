@@ -39,7 +39,7 @@ import time
 import uuid
 from collections.abc import Callable, Container, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -418,6 +418,20 @@ def _take(w: GraphWriter, rg: RecordGraph, target: str, lease: str) -> None:
                         "again when it has finished")
 
 
+@contextmanager
+def _leased(graph: Graph, target: str) -> Iterator[str]:
+    """A new lease for a write of `target` in several transactions, held by this process while the block runs;
+    if the block fails, the Record lets go of its writer (`_let_go`)."""
+    lease = _new_lease()
+    try:
+        yield lease
+    except BaseException:
+        _let_go(graph, target, lease)
+        raise
+    finally:
+        _release(lease)
+
+
 def _let_go(graph: Graph, target: str, lease: str) -> None:
     """After a failure this process survives (one past the commit point, or a delete that failed): the Record it
     still holds names no writer, so any other ingest or reader sees a dead writer and finishes it now, not when
@@ -449,14 +463,8 @@ def _write_chunked(graph: Graph, rg: RecordGraph, late: Late | None) -> WriteCou
     nodes, edges = _stage(rg, rg.nodes, rg.edges, staged)
     rows = _order(target, nodes, edges)
     chunks = Chunker(graph)
-    lease = _new_lease()
-    try:
+    with _leased(graph, target) as lease:
         return _write_chunked_steps(graph, rg, late, staged, target, rows, chunks, lease)
-    except BaseException:
-        _let_go(graph, target, lease)
-        raise
-    finally:
-        _release(lease)
 
 
 def _write_chunked_steps(graph: Graph, rg: RecordGraph, late: Late | None, staged: bool, target: str,
@@ -736,15 +744,8 @@ def write_streamed(graph: Graph, stream: NerdmStream) -> WriteCounts:
         return _stage_shared(rg, nodes, edges, shared) if staged else (list(nodes), list(edges))
 
     chunks = Chunker(graph, fresh=_OwnPrefix(rg.record_id, staged))
-    lease = _new_lease()
-    try:
-        with collector.relaxed():  # after prepare(): the index it built is frozen out of the collector's view
-            return _write_stream_steps(graph, stream, rg, staged, target, stage, chunks, lease)
-    except BaseException:
-        _let_go(graph, target, lease)
-        raise
-    finally:
-        _release(lease)
+    with _leased(graph, target) as lease, collector.relaxed():  # relaxed: prepare()'s index is frozen out of view
+        return _write_stream_steps(graph, stream, rg, staged, target, stage, chunks, lease)
 
 
 def _write_stream_steps(graph: Graph, stream: NerdmStream, rg: RecordGraph, staged: bool, target: str,

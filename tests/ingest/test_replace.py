@@ -184,6 +184,18 @@ def _ingest_in_child(paths: list[Path], uri: str, fault: str | None = None,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+def _old_held_new_known(graph: Graph, versions: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    """With small chunks: the graph a clean ingest of each version leaves (old, new); the graph holds the old."""
+    v1, v2 = versions
+    for name, value in SMALL.items():
+        monkeypatch.setattr(loader, name, value)
+    ingest_paths([v2], graph)
+    new = snapshot(graph)
+    graph.clear()
+    ingest_paths([v1], graph)
+    return snapshot(graph), new
+
+
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("streamed", [False, True], ids=["chunked", "streamed"])
 @pytest.mark.parametrize("step", loader.FAULT_STEPS)
@@ -193,14 +205,8 @@ def test_kill_9_at_any_step_leaves_one_whole_version(graph: Graph, versions: tup
     """The replacement is killed (SIGKILL) at `step`; the next ingest of anything, or a reader, finds either the
     previous version or the new one, exactly as a clean ingest leaves it. Streamed: the record file is read in
     passes and written 100 components a transaction (the graphs it writes equal the in-memory build's)."""
-    v1, v2 = versions
-    for name, value in SMALL.items():
-        monkeypatch.setattr(loader, name, value)
-    ingest_paths([v2], graph)
-    new = snapshot(graph)
-    graph.clear()
-    ingest_paths([v1], graph)
-    old = snapshot(graph)
+    _, v2 = versions
+    old, new = _old_held_new_known(graph, versions, monkeypatch)
     child = _ingest_in_child([v2], graph.settings.uri, fault=step, streamed=streamed)
     out, err = child.communicate(timeout=300)
     assert child.returncode == -9, out + err
@@ -279,13 +285,8 @@ def test_a_stale_row_of_a_writer_that_died_past_its_commit_point_finishes_its_sw
     """A recovery that read the staged Record as `writing` just before its writer committed the swap and died
     acts on what it finds under the lock (the swap to finish), not on the row it read (which would delete the
     version readers now see)."""
-    v1, v2 = versions
-    for name, value in SMALL.items():
-        monkeypatch.setattr(loader, name, value)
-    ingest_paths([v2], graph)
-    new = snapshot(graph)
-    graph.clear()
-    ingest_paths([v1], graph)
+    _, v2 = versions
+    _, new = _old_held_new_known(graph, versions, monkeypatch)
     child = _ingest_in_child([v2], graph.settings.uri, fault="commit")
     out, err = child.communicate(timeout=300)
     assert child.returncode == -9, out + err
