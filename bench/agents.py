@@ -50,8 +50,8 @@ class Tasks:
     """The package's tasks by what the model is shown of them (as in tests/compiler/test_agents.py)."""
 
     def __init__(self, pkg: Path) -> None:
-        from compiler.package import load_package
-        from replay.agent import task_text
+        from voe.compiler.package import load_package
+        from voe.replay.agent import task_text
 
         views, _, answers, _ = load_package(pkg)
         self.by_text = {task_text(v): (v, answers[v.task_id]) for v in views}
@@ -85,9 +85,9 @@ def model(tasks: Tasks, delay: float = 0.0) -> Callable[[dict[str, Any], int], A
 
 
 def build_package(out: Path) -> Path:
-    from compiler.package import compile_package
-    from ingest import ingest_paths
+    from voe.compiler.package import compile_package
     from voe.graph import Graph
+    from voe.ingest import ingest_paths
 
     with Graph() as graph:
         graph.verify()
@@ -108,7 +108,7 @@ def mean_latency_ms(run: Path) -> float:
 
 
 def measure(case: str, pkg: Path, server: Any, out: Path, *, passes: int, concurrency: int, use_cache: bool) -> dict[str, Any]:
-    from replay.agent_run import run_agent
+    from voe.replay.agent_run import run_agent
 
     calls_before = server.calls
     cpu0, t0 = time.process_time(), time.perf_counter()
@@ -140,7 +140,7 @@ def profile(pkg: Path, server: Any, root: Path, seconds: float, top: int = 30) -
     import io
     import pstats
 
-    from replay.agent_run import run_agent
+    from voe.replay.agent_run import run_agent
 
     prof = cProfile.Profile()
     started, k = time.perf_counter(), 0

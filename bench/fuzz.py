@@ -106,7 +106,7 @@ def _pdf_seeds() -> list[Seed]:
 
 def load_seeds(max_seed_bytes: int) -> dict[str, list[Seed]]:
     """The shared files by the parser their bytes go to (`ingest.parsers.sniff`, as parse_file decides)."""
-    from ingest.parsers.sniff import sniff
+    from voe.ingest.parsers.sniff import sniff
 
     seeds: dict[str, list[Seed]] = {p: [] for p in PARSERS}
     for path in sorted(SHARED.rglob("*")):
@@ -552,8 +552,8 @@ def _reset_peak() -> None:
 
 def _run_one(parser: str, path: Path, name: str) -> dict[str, Any]:
     if parser == "nerdm":
-        from ingest.nerdm import NerdmBuilder, read_record
         from voe.errors import InputError
+        from voe.ingest.nerdm import NerdmBuilder, read_record
 
         try:
             doc, raw = read_record(path)
@@ -561,7 +561,7 @@ def _run_one(parser: str, path: Path, name: str) -> dict[str, Any]:
         except InputError as exc:
             return {"outcome": "input_error", "detail": str(exc)[:200]}
         return {"outcome": "ok", "facts": rg.facts, "defects": dict(rg.defects)}
-    from ingest.documents import parse_file
+    from voe.ingest.documents import parse_file
 
     parsed = parse_file(path, name)
     if parsed is None:
@@ -581,10 +581,10 @@ def worker(conn: Connection, seeds: dict[str, list[Seed]], seed: int, max_input:
     os.chdir(REPO)
     sys.path.insert(0, str(REPO))
     logging.disable(logging.CRITICAL)  # the parsers' warnings are not what is measured here
-    import ingest.documents  # noqa: F401 - warm the imports before the first input is timed
-    import ingest.nerdm  # noqa: F401
-    import ingest.parsers.instruments  # noqa: F401
-    import ingest.parsers.pdf  # noqa: F401
+    import voe.ingest.documents  # noqa: F401 - warm the imports before the first input is timed
+    import voe.ingest.nerdm  # noqa: F401
+    import voe.ingest.parsers.instruments  # noqa: F401
+    import voe.ingest.parsers.pdf  # noqa: F401
 
     tmp = Path(tempfile.mkdtemp(prefix="voe-fuzz-"))
     while True:
@@ -790,7 +790,7 @@ def code_version(parsers: tuple[str, ...], seeds: dict[str, list[Seed]]) -> str:
     budgets; for nerdm the whole of ingest/), this harness (its mutations), the parsing libraries' versions
     and the seed files. A journal written under another of these is not resumed."""
     sys.path.insert(0, str(REPO))
-    from ingest.builder import parser_versions
+    from voe.ingest.builder import parser_versions
 
     ingest = REPO / "ingest"
     files = sorted(ingest.rglob("*.py")) if "nerdm" in parsers else sorted(

@@ -132,8 +132,8 @@ def make_pdf_folder(folder: Path, files: int = 12, pages: int = 8) -> Path:
 def parse_pool_case(folder: Path) -> dict[str, object]:
     """The folder ingested with its files parsed in the ingest's process (VOE_PARSE_WORKERS=1), then by the
     worker processes (the default): the same graph, the wall times side by side."""
-    from ingest import ingest_paths
     from voe.graph import Graph
+    from voe.ingest import ingest_paths
 
     seconds: dict[str, float] = {}
     with Graph() as graph:
@@ -145,7 +145,7 @@ def parse_pool_case(folder: Path) -> dict[str, object]:
             report = ingest_paths([folder], graph)
             seconds[workers or "default"] = time.perf_counter() - t0
         os.environ.pop("VOE_PARSE_WORKERS")
-    from ingest.parse_ahead import workers as default_workers
+    from voe.ingest.parse_ahead import workers as default_workers
 
     return {"case": "pdf-folder", "files": sum(report.formats.values()), "pages": report.pages,
             "workers": default_workers(), "serial_seconds": round(seconds["1"], 2),
@@ -159,9 +159,9 @@ def bulk_case(path: Path) -> dict[str, object]:
     printed beside it)."""
     import shutil
 
-    from ingest.bulk import bulk_import
     from voe.config import Neo4jSettings
     from voe.graph import Graph
+    from voe.ingest.bulk import bulk_import
     from voe.neo4j_server import LocalNeo4j
 
     server = LocalNeo4j("bench-bulk", bolt_port=27687, http_port=27474, heap="1g", pagecache="256m")
@@ -181,7 +181,7 @@ def bulk_case(path: Path) -> dict[str, object]:
 
 
 def pdf_case(folder: Path) -> dict[str, object]:
-    from ingest.parsers.pdf import parse_pdf
+    from voe.ingest.parsers.pdf import parse_pdf
 
     t0 = time.perf_counter()
     parsed = parse_pdf(folder / "report.pdf")
@@ -191,7 +191,7 @@ def pdf_case(folder: Path) -> dict[str, object]:
 
 
 def sheets_case() -> dict[str, object]:
-    from ingest.documents import parse_file
+    from voe.ingest.documents import parse_file
 
     files = sorted((SHARED / "amb2025-template").rglob("*.xlsx"))
     t0 = time.perf_counter()
@@ -210,11 +210,11 @@ def floor_case(path: Path) -> dict[str, object]:
     sys.path.insert(0, str(REPO))
     from neo4j import GraphDatabase
 
-    from ingest import nerdm_schema
-    from ingest.loader import CHUNK_ELEMENTS, SINGLE_TX_ELEMENTS
-    from ingest.nerdm import build_record
     from voe.config import Neo4jSettings
     from voe.graph import BATCH_ROWS, Graph
+    from voe.ingest import nerdm_schema
+    from voe.ingest.loader import CHUNK_ELEMENTS, SINGLE_TX_ELEMENTS
+    from voe.ingest.nerdm import build_record
 
     schemas = nerdm_schema.load(nerdm_schema.default_schema_dir())  # type: ignore[arg-type]
     t_build = time.perf_counter()
@@ -259,7 +259,7 @@ def floor_case(path: Path) -> dict[str, object]:
 
 
 def _empty():  # type: ignore[no-untyped-def]
-    from ingest.parsers.model import Parsed, Role
+    from voe.ingest.parsers.model import Parsed, Role
 
     return Parsed(format="none", role=Role.METADATA)
 
@@ -276,8 +276,8 @@ def run_case(path: Path) -> dict[str, object]:
         return parse_pool_case(path)
     if path.name == "xlsx-template":
         return sheets_case()
-    from ingest import ingest_paths
     from voe.graph import Graph
+    from voe.ingest import ingest_paths
 
     paths = [path]
     if path.name == "all-shared":

@@ -56,10 +56,10 @@ def verification_rates(graph: Any, out: Path, answers: dict[str, Any], repeat: i
     """Trajectories/s of a first `voe score` (write + verify in one transaction, the graph having forgotten the
     run), a re-score of the same files (the graph's copy kept), the verify query alone, and the in-process check
     (compiler/verdict.py) of the same files."""
-    from compiler.verdict import verdict
-    from verifiers.graph_verify import verdicts as graph_verdicts
-    from verifiers.graph_verify import verify_run
+    from voe.compiler.verdict import verdict
     from voe.jsonl import read_jsonl
+    from voe.verifiers.graph_verify import verdicts as graph_verdicts
+    from voe.verifiers.graph_verify import verify_run
 
     run_id = json.loads((out / "run.json").read_text())["run_id"]
 
@@ -80,8 +80,8 @@ def verification_rates(graph: Any, out: Path, answers: dict[str, Any], repeat: i
 
 
 def scale(pkg: Path, out: Path, factor: int, graph: object) -> Path:
-    from compiler.models import TaskAnswer, TaskView
-    from compiler.package import _store, load_package
+    from voe.compiler.models import TaskAnswer, TaskView
+    from voe.compiler.package import _store, load_package
 
     views, evidence, answers, manifest = load_package(pkg)
     out.mkdir(parents=True, exist_ok=True)
@@ -107,10 +107,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="measurements per case (the median is printed)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    from compiler.package import compile_package, load_package
-    from ingest import ingest_paths
-    from replay.runner import run_policy
+    from voe.compiler.package import compile_package, load_package
     from voe.graph import Graph
+    from voe.ingest import ingest_paths
+    from voe.replay.runner import run_policy
 
     print(f"# machine: {platform.node()} {platform.machine()} cores={os.cpu_count()} python={platform.python_version()}",
           file=sys.stderr)

@@ -5,7 +5,7 @@ of `cli.app`; nothing heavy is imported until a command runs.
 Exit codes (DESIGN §8): 0 ok, 1 the work found a problem, 2 bad usage or bad input.
 """
 
-from cli import archive, browse, db, evaluate, package  # noqa: F401 - each registers its commands
-from cli.app import cli, main
+from voe.cli import archive, browse, db, evaluate, package  # noqa: F401 - each registers its commands
+from voe.cli.app import cli, main
 
 __all__ = ["cli", "main"]

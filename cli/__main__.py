@@ -1,3 +1,3 @@
-from cli import main
+from voe.cli import main
 
 main()

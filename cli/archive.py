@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cli.app import cli, echo_errors, emit_json, progress_reporter, quiet_option
+from voe.cli.app import cli, echo_errors, emit_json, progress_reporter, quiet_option
 
 
 @cli.command()
@@ -39,8 +39,8 @@ def ingest(paths: tuple[Path, ...], schema_dir: Path | None, no_schema: bool, st
       voe ingest ../shared/archives/mds2-4103 ../shared/archives/mds2-2525 --json
       voe ingest ../shared/archives/amb2025-template ../shared/archives/FACTS.md
     """
-    from ingest import ingest_paths
     from voe.graph import Graph
+    from voe.ingest import ingest_paths
 
     if schema_dir is not None and not schema_dir.is_dir():
         raise click.BadParameter(f"{schema_dir} is not a folder", param_hint="--schemas")
@@ -102,8 +102,8 @@ def fetch(record: str, into: Path, include: tuple[str, ...], max_bytes: int | No
       voe fetch mds2-2525 --into data/mds2-2525 --include '*.csv' --include '*.sha256'
       voe ingest data/mds2-2525
     """
-    from ingest.fetch import as_json as report_json
-    from ingest.fetch import fetch as do_fetch
+    from voe.ingest.fetch import as_json as report_json
+    from voe.ingest.fetch import fetch as do_fetch
 
     reporter = progress_reporter(quiet)
     with reporter.bar("fetch", 0, "B") as bar:

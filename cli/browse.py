@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cli.app import cli, emit_json
+from voe.cli.app import cli, emit_json
 
 
 @cli.command("browse")

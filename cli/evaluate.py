@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cli.app import cli, emit_json, progress_reporter, quiet_option
+from voe.cli.app import cli, emit_json, progress_reporter, quiet_option
 
 if TYPE_CHECKING:
     from voe.llm import Protocol, ResponseFormat
 
 
 def policy_names() -> list[str]:
-    from replay.registry import names
+    from voe.replay.registry import names
 
     return names()
 
@@ -94,8 +94,8 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
       voe run out/pkg --policy python:mypolicy:act --out out/run-mine
     """
     if policy.startswith("openai:"):
-        from replay.agent_run import run_agent
         from voe.llm import Settings, load_prices
+        from voe.replay.agent_run import run_agent
 
         settings = Settings(model=policy.removeprefix("openai:"), temperature=temperature, max_tokens=max_tokens,
                             seed=seed, protocol=protocol, response_format=response_format)
@@ -112,7 +112,7 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
                              max_cost=max_cost, prices=load_prices(prices), resume=resume, use_cache=not no_cache,
                              timeout=timeout, progress=progress)
     else:
-        from replay.runner import run_policy
+        from voe.replay.runner import run_policy
 
         with progress_reporter(quiet).bar("run", 0, "trajectories") as bar:
             info = run_policy(package, policy, passes, seed, out, progress=bar.update)
@@ -141,9 +141,9 @@ def score_cmd(run_dir: Path, compare: Path | None, as_json: bool) -> None:
     Examples:
       voe score out/run-random --compare out/run-reference --json
     """
-    from verifiers.metrics import paired
-    from verifiers.score import score_run
     from voe.graph import Graph
+    from voe.verifiers.metrics import paired
+    from voe.verifiers.score import score_run
 
     with Graph() as graph:
         graph.verify()
@@ -192,9 +192,9 @@ def report_cmd(runs: tuple[Path, ...], out: Path, against: Path | None) -> None:
     Examples:
       voe report out/run-reference out/run-random --out out/report --against out/run-random
     """
-    from verifiers.metrics import paired
-    from verifiers.report import NO_PLOTS, write_report
-    from verifiers.score import load_scored
+    from voe.verifiers.metrics import paired
+    from voe.verifiers.report import NO_PLOTS, write_report
+    from voe.verifiers.score import load_scored
 
     scored = [load_scored(r) for r in runs]  # what `voe score` wrote: no Neo4j needed
     pairs = None

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cli.app import cli, emit_json, progress_reporter, quiet_option
+from voe.cli.app import cli, emit_json, progress_reporter, quiet_option
 
 if TYPE_CHECKING:
     from voe.llm import ResponseFormat
@@ -28,7 +28,7 @@ def _model_client(spec: str, option: str, base_url: str | None, response_format:
 def _annotator(spec: str | None, base_url: str | None, response_format: ResponseFormat) -> Any:
     if spec is None:
         return None
-    from compiler.annotate import LLMAnnotator
+    from voe.compiler.annotate import LLMAnnotator
 
     return LLMAnnotator(_model_client(spec, "--annotator", base_url, response_format))
 
@@ -36,7 +36,7 @@ def _annotator(spec: str | None, base_url: str | None, response_format: Response
 def _judge(spec: str | None, base_url: str | None) -> Any:
     if spec is None:
         return None
-    from compiler.judge import Judge
+    from voe.compiler.judge import Judge
 
     return Judge(_model_client(spec, "--judge", base_url, "json_object"))
 
@@ -79,9 +79,9 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
       voe compile --out out/pkg --json
       voe compile --out out/pkg --archive ../shared/archives/mds2-4103
     """
-    from compiler.package import compile_package, gate_table
-    from ingest import ingest_paths
+    from voe.compiler.package import compile_package, gate_table
     from voe.graph import Graph
+    from voe.ingest import ingest_paths
 
     with Graph() as graph:
         graph.verify()
@@ -152,7 +152,7 @@ def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers
       voe export out/pkg --out out/crate
       voe export out/pkg --out out/crate-full --runs out/run-random --include-answers
     """
-    from export.jsonld import export_package
+    from voe.export.jsonld import export_package
 
     summary = export_package(package, out, include_answers=include_answers, runs=runs, date=date,
                              license_url=license_url, force=force)
@@ -181,8 +181,8 @@ def import_package_cmd(crate: Path, out: Path) -> None:
     Examples:
       voe import-package out/crate-full --out out/pkg-again
     """
-    from compiler.artifacts import load_package
-    from export.rebuild import import_package
+    from voe.compiler.artifacts import load_package
+    from voe.export.rebuild import import_package
 
     import_package(crate, out)
     views, evidence, answers, manifest = load_package(out)

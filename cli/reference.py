@@ -1,4 +1,4 @@
-"""The CLI reference (docs/cli.md), generated from `--help` so that it cannot drift: `python -m cli.reference`
+"""The CLI reference (docs/cli.md), generated from `--help` so that it cannot drift: `python -m voe.cli.reference`
 rewrites it, tests/cli/test_reference.py fails when it is stale and checks every example line in the help
 against the command's real options."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from cli import cli
+from voe.cli import cli
 
 WIDTH = 100
 DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
@@ -41,7 +41,7 @@ def help_text(path: tuple[str, ...], command: click.Command) -> str:
 
 def render() -> str:
     parts = ["# voe command reference", "",
-             "Generated from `--help` by `python -m cli.reference`; tests/cli/test_reference.py keeps it "
+             "Generated from `--help` by `python -m voe.cli.reference`; tests/cli/test_reference.py keeps it "
              "current. Exit codes everywhere: 0 ok, 1 the work found a problem, 2 bad usage or bad input.", ""]
     for path, command in commands():
         parts += [f"## `{' '.join(path)}`", "", "```text", help_text(path, command).rstrip(), "```", ""]

@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from compiler.models import REQUEST_FOR_KIND, Action, Family, TaskAnswer, TaskView
-from ingest.defects import DefectKind
-from replay.env import ReplayEnv
+from voe.compiler.models import REQUEST_FOR_KIND, Action, Family, TaskAnswer, TaskView
+from voe.ingest.defects import DefectKind
 from voe.llm import ChatClient, LLMError
+from voe.replay.env import ReplayEnv
 
 PROMPT_VERSION = 1
 TEMPLATE = "deterministic template (compiler/moments.py QUESTION)"

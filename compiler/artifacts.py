@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
+from voe.compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
 from voe.errors import InputError
 from voe.versions import PACKAGE_VERSION, check
 

@@ -12,13 +12,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.families import source_integrity
-from compiler.families.calibration_sufficiency import calibrates, measurands, text_of
-from compiler.models import EvidenceObject
-from compiler.observations import observe
-from ingest.defects import Decision, decision
-from ingest.media_types import unusual
+from voe.compiler.families import source_integrity
+from voe.compiler.families.calibration_sufficiency import calibrates, measurands, text_of
+from voe.compiler.models import EvidenceObject
+from voe.compiler.observations import observe
 from voe.graph import Graph
+from voe.ingest.defects import Decision, decision
+from voe.ingest.media_types import unusual
 
 README_RE = re.compile(r"read_?me", re.I)
 # a script that plots or processes a calibration is software, not the calibration (Beam Profile Imaging.ipynb)

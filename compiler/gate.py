@@ -21,13 +21,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, PrivateAttr
 
-from compiler.models import EvidenceObject, TaskAnswer, TaskView
-from compiler.shortcuts import metadata_probes, text_probes
-from compiler.verdict import verdict
-from replay.env import ReplayEnv
-from replay.policies import NO_ANSWER
-from replay.probes import predicted
-from replay.registry import Policy, specs
+from voe.compiler.models import EvidenceObject, TaskAnswer, TaskView
+from voe.compiler.shortcuts import metadata_probes, text_probes
+from voe.compiler.verdict import verdict
+from voe.replay.env import ReplayEnv
+from voe.replay.policies import NO_ANSWER
+from voe.replay.probes import predicted
+from voe.replay.registry import Policy, specs
 
 PROBE_LIMIT = 0.5
 TEXT_LIMIT = 0.4

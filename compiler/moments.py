@@ -35,9 +35,9 @@ from __future__ import annotations
 from itertools import zip_longest
 from typing import Any
 
-from compiler import families
-from compiler.annotate import POOL_SIZE, Candidate, Framing
-from compiler.catalog import (
+from voe.compiler import families
+from voe.compiler.annotate import POOL_SIZE, Candidate, Framing
+from voe.compiler.catalog import (
     Catalog,
     calibrators,
     hard_negatives,
@@ -46,10 +46,10 @@ from compiler.catalog import (
     subject_file,
     workflow_key,
 )
-from compiler.catalog import h as _h
-from compiler.families import Moment, Subject, missing_evidence
-from compiler.families.base import Shape
-from compiler.models import (
+from voe.compiler.catalog import h as _h
+from voe.compiler.families import Moment, Subject, missing_evidence
+from voe.compiler.families.base import Shape
+from voe.compiler.models import (
     REQUEST_FOR_KIND,
     REQUESTS,
     TERMINALS,
@@ -59,7 +59,7 @@ from compiler.models import (
     TaskAnswer,
     TaskView,
 )
-from compiler.select import probe_solver, select
+from voe.compiler.select import probe_solver, select
 from voe.graph import Graph
 
 MENU_SIZE = 6

@@ -18,8 +18,8 @@ import hashlib
 import json
 from typing import Any
 
-from compiler.models import EvidenceObject, ObservedFact
-from ingest.defects import STATED_AS_FACTS
+from voe.compiler.models import EvidenceObject, ObservedFact
+from voe.ingest.defects import STATED_AS_FACTS
 
 MAX_DESCRIPTION = 300
 

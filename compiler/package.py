@@ -20,18 +20,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from compiler.annotate import PROMPT_VERSION as ANNOTATOR_PROMPT_VERSION
-from compiler.annotate import Annotator, Framing, filter_failures, menu_failures
-from compiler.artifacts import load_package  # noqa: F401 - re-exported: readers of a package import it here too
-from compiler.families import Moment, priority_order
-from compiler.gate import GateReport, trim
-from compiler.judge import CALIBRATION_TOLERANCE, CalibrationFailed, CalibrationResult, Judge, Verdict, judge_input
-from compiler.judge import PROMPT_VERSION as JUDGE_PROMPT_VERSION
-from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
-from compiler.moments import candidate, find_moments, load_catalog, materialize
-from ingest.loader import settle
 from voe import __version__
+from voe.compiler.annotate import PROMPT_VERSION as ANNOTATOR_PROMPT_VERSION
+from voe.compiler.annotate import Annotator, Framing, filter_failures, menu_failures
+from voe.compiler.artifacts import load_package  # noqa: F401 - re-exported: readers of a package import it here too
+from voe.compiler.families import Moment, priority_order
+from voe.compiler.gate import GateReport, trim
+from voe.compiler.judge import CALIBRATION_TOLERANCE, CalibrationFailed, CalibrationResult, Judge, Verdict, judge_input
+from voe.compiler.judge import PROMPT_VERSION as JUDGE_PROMPT_VERSION
+from voe.compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
+from voe.compiler.moments import candidate, find_moments, load_catalog, materialize
 from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow
+from voe.ingest.loader import settle
 from voe.jsonl import dump_models
 from voe.ontology import Label, Rel
 from voe.progress import Progress

@@ -31,13 +31,13 @@ import functools
 from collections import Counter, defaultdict
 from collections.abc import Callable
 
-from compiler.catalog import Catalog, extension, h, held, looks_odd
-from compiler.families import Moment, priority_order
-from compiler.gate import PROBE_LIMIT, TEXT_LIMIT, episode
-from compiler.models import TERMINALS, Action, TaskAnswer, TaskView
-from replay.env import ReplayEnv
-from replay.probes import predicted
-from replay.registry import specs
+from voe.compiler.catalog import Catalog, extension, h, held, looks_odd
+from voe.compiler.families import Moment, priority_order
+from voe.compiler.gate import PROBE_LIMIT, TEXT_LIMIT, episode
+from voe.compiler.models import TERMINALS, Action, TaskAnswer, TaskView
+from voe.replay.env import ReplayEnv
+from voe.replay.probes import predicted
+from voe.replay.registry import specs
 
 FACT_CAP = 2
 

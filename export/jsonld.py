@@ -47,12 +47,12 @@ from pyld import jsonld  # type: ignore[import-untyped]
 from pyld.canon import URDNA2015  # type: ignore[import-untyped]
 from pyshacl import validate as shacl_validate
 
-from compiler.artifacts import load_package
-from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
-from export.croissant import CONFORMS_TO as CROISSANT_CONFORMS_TO
-from export.croissant import CROISSANT, JSONL, croissant_metadata
-from ingest import limits
+from voe.compiler.artifacts import load_package
+from voe.compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
 from voe.errors import InputError, UsageError, VoeError
+from voe.export.croissant import CONFORMS_TO as CROISSANT_CONFORMS_TO
+from voe.export.croissant import CROISSANT, JSONL, croissant_metadata
+from voe.ingest import limits
 from voe.resources import data_path
 from voe.settings import settings
 
@@ -560,7 +560,7 @@ def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: li
     (`voe export PKG --out DIR [--runs RUN...] [--include-answers] [--force]`) prints `exported T tasks, E
     evidence objects[, R runs][, A verifier-only answers] to DIR (content hash H)` and with `--json` the
     ExportSummary."""
-    from export.runs import load_runs, runs_document, verdict_nodes  # it builds on this module
+    from voe.export.runs import load_runs, runs_document, verdict_nodes  # it builds on this module
 
     published = published_date(date)  # a bad --date fails before any work
     out = Path(os.path.abspath(out))  # `.` has no name to stage beside

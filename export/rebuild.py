@@ -20,8 +20,9 @@ import rdflib
 from rdflib.collection import Collection
 from rdflib.namespace import RDF, XSD
 
-from compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
-from export.jsonld import (
+from voe.compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
+from voe.errors import InputError, VoeError
+from voe.export.jsonld import (
     ACT,
     ANSWERS,
     CRATE,
@@ -39,7 +40,6 @@ from export.jsonld import (
     load_jsonld,
     validate,
 )
-from voe.errors import InputError, VoeError
 from voe.jsonl import dump_models
 
 V = rdflib.Namespace(VOE)

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from compiler.models import Manifest, TaskView
-from export.jsonld import ID, _package_iri, action_iri, context, iri, read_json, tree
-from replay.env import StepRecord, TrajectorySummary
-from replay.runner import read_steps
+from voe.compiler.models import Manifest, TaskView
 from voe.errors import InputError
+from voe.export.jsonld import ID, _package_iri, action_iri, context, iri, read_json, tree
 from voe.jsonl import read_jsonl
+from voe.replay.env import StepRecord, TrajectorySummary
+from voe.replay.runner import read_steps
 from voe.versions import RUN_SCHEMA_VERSION, check
 
 

@@ -1,5 +1,5 @@
 """ingest: read archive folders (NERDm records and the files they list) into the provenance graph."""
 
-from ingest.pipeline import IngestReport, ingest_paths
+from voe.ingest.pipeline import IngestReport, ingest_paths
 
 __all__ = ["IngestReport", "ingest_paths"]

@@ -18,18 +18,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ingest import ids
-from ingest.defects import RULES
-from ingest.documents import parse_file
-from ingest.evidence import evidence_kind
-from ingest.files import (
-    SPECIAL_NAMES,
-    LocalBytes,
-    resolve_pointer,
-    span_sha256,
-)
-from ingest.parse_ahead import ParseAhead, Workers
-from ingest.parsers.model import Fact, Parsed
 from voe import collector
 from voe.errors import InputError
 from voe.graph import (
@@ -43,6 +31,18 @@ from voe.graph import (
     storable,
     storable_key,
 )
+from voe.ingest import ids
+from voe.ingest.defects import RULES
+from voe.ingest.documents import parse_file
+from voe.ingest.evidence import evidence_kind
+from voe.ingest.files import (
+    SPECIAL_NAMES,
+    LocalBytes,
+    resolve_pointer,
+    span_sha256,
+)
+from voe.ingest.parse_ahead import ParseAhead, Workers
+from voe.ingest.parsers.model import Fact, Parsed
 from voe.ontology import Label, Rel
 
 # part of the ingest stamp: changing a rule re-stamps (and re-checks) records; 9: span hashes over RFC 8785 bytes
@@ -56,7 +56,7 @@ RECORD_LIBRARIES = ("jsonschema",)  # the record builder's own: NERDm validation
 
 def parser_libraries() -> tuple[str, ...]:
     """What the ingest stamp pins: the libraries every registered parser names, then the record builder's."""
-    from ingest.parsers import registry
+    from voe.ingest.parsers import registry
 
     return (*registry.libraries(), *RECORD_LIBRARIES)
 

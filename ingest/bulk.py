@@ -24,11 +24,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ingest.builder import RecordGraph
-from ingest.pipeline import IngestReport, ingest_paths
 from voe.config import Neo4jSettings
 from voe.errors import InputError, OntologyViolation, VoeError
 from voe.graph import EdgeRow, Graph, NodeRow, WriteCounts
+from voe.ingest.builder import RecordGraph
+from voe.ingest.pipeline import IngestReport, ingest_paths
 from voe.ontology import Label, Ontology
 
 if TYPE_CHECKING:

@@ -12,12 +12,12 @@ import hashlib
 import re
 from pathlib import Path
 
-from ingest import ids
-from ingest.builder import BuilderCore, Origin, RecordGraph, _stamp
-from ingest.evidence import evidence_kind
-from ingest.files import LocalBytes
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
+from voe.ingest import ids
+from voe.ingest.builder import BuilderCore, Origin, RecordGraph, _stamp
+from voe.ingest.evidence import evidence_kind
+from voe.ingest.files import LocalBytes
 from voe.ontology import Label, Rel
 
 RECORD_RE = re.compile(r"Record:\s*(ark:/\d+/(mds[\w-]+))(?:\s*,\s*(doi:\S+?))?[\s.(]")

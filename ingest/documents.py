@@ -6,10 +6,10 @@ import warnings
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ingest.limits import LOG, BudgetExceeded, Budgets, current, printable
-from ingest.parsers import registry
-from ingest.parsers.model import Fact, FileDefect, Parsed, Role
-from ingest.parsers.sniff import sniff
+from voe.ingest.limits import LOG, BudgetExceeded, Budgets, current, printable
+from voe.ingest.parsers import registry
+from voe.ingest.parsers.model import Fact, FileDefect, Parsed, Role
+from voe.ingest.parsers.sniff import sniff
 
 HEAD_BYTES = 8192
 # Exceptions that say the parser's own code went wrong, not that the bytes are bad: an input condition is a

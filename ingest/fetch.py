@@ -49,8 +49,8 @@ from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel, Field
 
-from ingest.nerdm import MAX_JSON_DEPTH, json_depth
 from voe.errors import InputError, VoeError
+from voe.ingest.nerdm import MAX_JSON_DEPTH, json_depth
 from voe.settings import settings
 
 DEFAULT_BASE_URL = "https://data.nist.gov"

@@ -25,13 +25,13 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from ingest import ids
-from ingest.builder import BuilderCore, Origin, RecordGraph, _stamp
-from ingest.evidence import evidence_kind
-from ingest.files import SPECIAL_NAMES, LocalBytes, NotRegularFile, hash_file, list_entries, walk_order
-from ingest.releases import ParsedFile, is_changelog, release_evidence
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
+from voe.ingest import ids
+from voe.ingest.builder import BuilderCore, Origin, RecordGraph, _stamp
+from voe.ingest.evidence import evidence_kind
+from voe.ingest.files import SPECIAL_NAMES, LocalBytes, NotRegularFile, hash_file, list_entries, walk_order
+from voe.ingest.releases import ParsedFile, is_changelog, release_evidence
 from voe.ontology import Label, Rel
 
 SKIP = frozenset({".git", "__pycache__", ".DS_Store"})

@@ -45,15 +45,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from neo4j.exceptions import Neo4jError
 
-from ingest.builder import RecordGraph
 from voe import collector
 from voe.errors import GraphBusy
 from voe.graph import EdgeRow, Either, Graph, GraphWriter, NodeRow, Planned, WriteCounts
+from voe.ingest.builder import RecordGraph
 from voe.ontology import Label
 from voe.settings import settings
 
 if TYPE_CHECKING:
-    from ingest.nerdm_stream import NerdmStream
+    from voe.ingest.nerdm_stream import NerdmStream
 
 Late = Callable[[], tuple[list[NodeRow], list[EdgeRow]]]
 log = logging.getLogger(__name__)

@@ -18,8 +18,14 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ingest import ids, media_types
-from ingest.builder import (  # noqa: F401 - re-exported: the loader, the pipeline and the tests read them here
+from voe.errors import InputError
+from voe.graph import (
+    EdgeRow,
+    NodeRow,
+    json_text,
+)
+from voe.ingest import ids, media_types
+from voe.ingest.builder import (  # noqa: F401 - re-exported: the loader, the pipeline and the tests read them here
     RULESET_VERSION,
     BuilderCore,
     Origin,
@@ -31,8 +37,8 @@ from ingest.builder import (  # noqa: F401 - re-exported: the loader, the pipeli
     parser_libraries,
     parser_versions,
 )
-from ingest.evidence import evidence_kind, reference_kind
-from ingest.files import (
+from voe.ingest.evidence import evidence_kind, reference_kind
+from voe.ingest.files import (
     SPECIAL_NAMES,
     LocalBytes,
     NotRegularFile,
@@ -41,13 +47,7 @@ from ingest.files import (
     hash_file,
     list_entries,
 )
-from ingest.nerdm_schema import NerdmSchemas, Violation
-from voe.errors import InputError
-from voe.graph import (
-    EdgeRow,
-    NodeRow,
-    json_text,
-)
+from voe.ingest.nerdm_schema import NerdmSchemas, Violation
 from voe.ontology import Label, Rel
 
 NERDM_FILENAME = "nerdm.json"

@@ -33,10 +33,13 @@ from typing import IO, Any
 
 import ijson
 
-from ingest import ids
-from ingest.builder import _stamp
-from ingest.files import list_entries
-from ingest.nerdm import (
+from voe.canonical import canonical
+from voe.errors import InputError
+from voe.graph import EdgeRow, NodeRow, storable
+from voe.ingest import ids
+from voe.ingest.builder import _stamp
+from voe.ingest.files import list_entries
+from voe.ingest.nerdm import (
     MAX_JSON_DEPTH,
     Holding,
     NerdmBuilder,
@@ -46,10 +49,7 @@ from ingest.nerdm import (
     _parse_component,
     probe_holding,
 )
-from ingest.nerdm_schema import NerdmSchemas, Violation
-from voe.canonical import canonical
-from voe.errors import InputError
-from voe.graph import EdgeRow, NodeRow, storable
+from voe.ingest.nerdm_schema import NerdmSchemas, Violation
 from voe.ontology import Label, Rel
 
 CHUNK_COMPONENTS = 4000  # about 26k nodes and edges for a record of files and sidecars: one write transaction

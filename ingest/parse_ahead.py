@@ -25,8 +25,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from ingest.documents import parse_file
-from ingest.parsers.model import Parsed
+from voe.ingest.documents import parse_file
+from voe.ingest.parsers.model import Parsed
 from voe.settings import settings
 
 log = logging.getLogger("voe.ingest")

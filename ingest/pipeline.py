@@ -11,18 +11,18 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ingest import ids, nerdm_schema
-from ingest.builder import BuilderCore, RecordGraph
-from ingest.catalog import catalog_builders, looks_like_catalog
-from ingest.files import SPECIAL_NAMES, entry_kind, hash_file, iter_entries
-from ingest.folder import FolderBuilder, distinct_folder_ark, folder_ark
-from ingest.loader import clean_stale, write_record, write_streamed
-from ingest.nerdm import NERDM_FILENAME, find_record_file, open_record
-from ingest.nerdm_stream import NerdmStream, NotStreamable, open_streamed
-from ingest.parse_ahead import Workers
 from voe import collector
 from voe.errors import GraphBusy, GraphUnavailable, InputError
 from voe.graph import EdgeRow, Graph, NodeRow, WriteCounts, storable, storable_key
+from voe.ingest import ids, nerdm_schema
+from voe.ingest.builder import BuilderCore, RecordGraph
+from voe.ingest.catalog import catalog_builders, looks_like_catalog
+from voe.ingest.files import SPECIAL_NAMES, entry_kind, hash_file, iter_entries
+from voe.ingest.folder import FolderBuilder, distinct_folder_ark, folder_ark
+from voe.ingest.loader import clean_stale, write_record, write_streamed
+from voe.ingest.nerdm import NERDM_FILENAME, find_record_file, open_record
+from voe.ingest.nerdm_stream import NerdmStream, NotStreamable, open_streamed
+from voe.ingest.parse_ahead import Workers
 from voe.settings import settings
 
 REPORT_VERSION = 1

@@ -10,16 +10,16 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ingest import ids
-from ingest.evidence import evidence_kind
-from ingest.files import LocalBytes
-from ingest.parsers.model import Fact, Parsed
-from ingest.parsers.release import version_key
 from voe.graph import EdgeRow, NodeRow
+from voe.ingest import ids
+from voe.ingest.evidence import evidence_kind
+from voe.ingest.files import LocalBytes
+from voe.ingest.parsers.model import Fact, Parsed
+from voe.ingest.parsers.release import version_key
 from voe.ontology import Label, Rel
 
 if TYPE_CHECKING:
-    from ingest.builder import BuilderCore
+    from voe.ingest.builder import BuilderCore
 
 NAME_CHARS = r"A-Za-z0-9_\-"
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from compiler.models import REQUESTS, TERMINALS, Action, TaskView
-from replay.env import ReplayEnv, StepRecord, TrajectorySummary
+from voe.compiler.models import REQUESTS, TERMINALS, Action, TaskView
 from voe.errors import UsageError
 from voe.llm import ChatClient, LLMError
+from voe.replay.env import ReplayEnv, StepRecord, TrajectorySummary
 
 PROMPT_VERSION = 1
 

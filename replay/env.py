@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from compiler.models import REQUESTS, TERMINALS, Action, EvidenceObject, TaskView
+from voe.compiler.models import REQUESTS, TERMINALS, Action, EvidenceObject, TaskView
 
 DUPLICATE_LIMIT = 3
 

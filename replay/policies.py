@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from compiler.models import TERMINALS, Action, TaskAnswer, TaskView
-from replay.registry import register
+from voe.compiler.models import TERMINALS, Action, TaskAnswer, TaskView
+from voe.replay.registry import register
 
 
 def reference(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:

@@ -31,9 +31,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from compiler.models import Action, TaskAnswer, TaskView
-from ingest.media_types import mismatch, unusual
-from replay.registry import Policy, register
+from voe.compiler.models import Action, TaskAnswer, TaskView
+from voe.ingest.media_types import mismatch, unusual
+from voe.replay.registry import Policy, register
 
 HEX40 = re.compile(r"\b[0-9a-f]{40}\b")
 

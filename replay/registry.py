@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from compiler.models import TaskAnswer, TaskView
+from voe.compiler.models import TaskAnswer, TaskView
 from voe.errors import UsageError
 
 Policy = Callable[[TaskView, TaskAnswer, list[dict[str, Any]], random.Random], dict[str, Any]]
@@ -23,7 +23,7 @@ Kind = Literal["reference", "baseline", "probe"]
 # how the release gate treats a policy: the reference must be valid on every task; baselines and probes must
 # stay at or under the probe limit; a "recorded" probe is reported without a limit
 Gate = Literal["all", "limit", "recorded"]
-MODULES = ("replay.policies", "replay.probes")  # imported once, so that their policies register
+MODULES = ("voe.replay.policies", "voe.replay.probes")  # imported once, so that their policies register
 PREFIXES = ("openai:", "python:")
 
 

@@ -19,14 +19,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from compiler.artifacts import load_package
-from compiler.models import TaskAnswer, TaskView
-from replay.env import ObservationLine, ReplayEnv, StepLine, StepRecord, TrajectorySummary
-from replay.policies import NO_ANSWER
-from replay.registry import Policy, get
-from replay.sealed import SealedPolicy, episode_seed
+from voe.compiler.artifacts import load_package
+from voe.compiler.models import TaskAnswer, TaskView
 from voe.errors import UsageError
 from voe.jsonl import read_jsonl
+from voe.replay.env import ObservationLine, ReplayEnv, StepLine, StepRecord, TrajectorySummary
+from voe.replay.policies import NO_ANSWER
+from voe.replay.registry import Policy, get
+from voe.replay.sealed import SealedPolicy, episode_seed
 from voe.versions import RUN_SCHEMA_VERSION, write_schemas
 
 

@@ -74,7 +74,7 @@ def build_root(root: Path, keeps: list[Path], writable: list[Path]) -> None:
 
 def main(argv: list[str]) -> int:
     if "--" not in argv or "--root" not in argv:
-        print("usage: python -m replay.sandbox --root DIR [--keep DIR]... [--writable DIR]... -- COMMAND...",
+        print("usage: python -m voe.replay.sandbox --root DIR [--keep DIR]... [--writable DIR]... -- COMMAND...",
               file=sys.stderr)
         return 2
     split = argv.index("--")

@@ -33,9 +33,9 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from compiler.models import TaskAnswer, TaskView
-from replay.sandbox import SYSTEM_PATH
+from voe.compiler.models import TaskAnswer, TaskView
 from voe.errors import UsageError, VoeError
+from voe.replay.sandbox import SYSTEM_PATH
 from voe.settings import passed_through
 
 Sealing = Literal["namespaces", "process"]
@@ -53,7 +53,7 @@ def namespaces_available() -> bool:
     try:
         with tempfile.TemporaryDirectory(prefix="voe-probe-") as root:
             probe = subprocess.run(["unshare", "--user", "--map-root-user", "--net", "--mount", "--pid", "--fork",
-                                    sys.executable, "-m", "replay.sandbox", "--root", root, "--keep",
+                                    sys.executable, "-m", "voe.replay.sandbox", "--root", root, "--keep",
                                     str(Path(sys.base_prefix).resolve()), "--", "true"],
                                    capture_output=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
@@ -85,10 +85,9 @@ def _installed(path: Path) -> bool:
 
 def _code_dirs() -> tuple[list[Path], list[Path]]:
     """voe's own packages the child imports (compiler.models, replay.sealed_child), and the folders they are in."""
-    import compiler
-    import replay
-
-    packages = sorted({Path(next(iter(m.__path__))).resolve() for m in (compiler, replay)})
+    import voe.compiler
+    import voe.replay
+    packages = sorted({Path(next(iter(m.__path__))).resolve() for m in (voe.compiler, voe.replay)})
     return packages, sorted({p.parent for p in packages})
 
 
@@ -114,7 +113,7 @@ class SealedPolicy:
         env.update({"PATH": SYSTEM_PATH, "HOME": str(self.home),
                     "PYTHONPATH": os.pathsep.join([str(self.home), *map(str, roots)]),
                     "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"})
-        child = [sys.executable, "-m", "replay.sealed_child", spec]
+        child = [sys.executable, "-m", "voe.replay.sealed_child", spec]
         self.sealing: Sealing = "namespaces" if namespaces_available() else "process"
         if self.sealing == "namespaces":
             keeps = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
@@ -123,7 +122,7 @@ class SealedPolicy:
             keeps.discard(self.home.resolve())
             self.root = Path(tempfile.mkdtemp(prefix="voe-root-"))
             child = ["unshare", "--user", "--map-root-user", "--net", "--mount", "--pid", "--fork", "--kill-child",
-                     sys.executable, "-m", "replay.sandbox", "--root", str(self.root),
+                     sys.executable, "-m", "voe.replay.sandbox", "--root", str(self.root),
                      *[a for k in sorted(keeps) for a in ("--keep", str(k))], "--writable", str(self.home.resolve()),
                      "--", *child]
         try:

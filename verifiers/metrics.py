@@ -70,8 +70,8 @@ import numpy as np
 from pydantic import BaseModel
 from scipy import stats
 
-from compiler.models import Action, TaskAnswer
-from verifiers.graph_verify import Verdict
+from voe.compiler.models import Action, TaskAnswer
+from voe.verifiers.graph_verify import Verdict
 
 CODEBOOK = ["reference_path", "valid_inefficient_short", "valid_inefficient_extra", "payload_grounding_error",
             "over_abstain", "wrong_class_terminal", "over_submit", "parse_error", "off_menu", "duplicate_loop",

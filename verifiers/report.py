@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from verifiers.metrics import CODEBOOK
+from voe.verifiers.metrics import CODEBOOK
 
 
 def _fmt(rate: dict[str, Any]) -> str:

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from compiler.artifacts import load_package
-from ingest.loader import settle
-from verifiers.graph_verify import verify_run
-from verifiers.metrics import TrajectoryScore, clusters_of, score_trajectory, summarize
+from voe.compiler.artifacts import load_package
 from voe.errors import InputError
 from voe.graph import Graph
+from voe.ingest.loader import settle
 from voe.jsonl import read_jsonl
+from voe.verifiers.graph_verify import verify_run
+from voe.verifiers.metrics import TrajectoryScore, clusters_of, score_trajectory, summarize
 from voe.versions import RUN_SCHEMA_VERSION, SCORES_SCHEMA_VERSION, check, write_schemas
 
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import importlib
 
-from compiler.families.base import _FAMILIES, _RULES, SKIP, FamilySpec, Moment, Rule, Skip, Subject
-from compiler.models import Family
+from voe.compiler.families.base import _FAMILIES, _RULES, SKIP, FamilySpec, Moment, Rule, Skip, Subject
+from voe.compiler.models import Family
 
 MODULES = ("missing_evidence", "packet_submission", "source_integrity", "packet_escalation",
            "calibration_sufficiency")
 
 for _name in MODULES:
-    importlib.import_module(f"compiler.families.{_name}")
+    importlib.import_module(f"voe.compiler.families.{_name}")
 
 
 def rules() -> list[Rule]:

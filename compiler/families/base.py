@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from compiler.models import Action, Family
+from voe.compiler.models import Action, Family
 
 if TYPE_CHECKING:
-    from compiler.catalog import Catalog
+    from voe.compiler.catalog import Catalog
 
 # What a packet rests on besides its subject: nothing, the workflow's readme (or a release's changelog), or
 # the calibration the archive names for the subject's measurement (with the readme when there is one).

@@ -9,9 +9,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ingest.parsers.model import Fact, Parsed, Role
-from ingest.parsers.registry import Probe, parser
-from ingest.parsers.tabular import parse_xlsx
+from voe.ingest.parsers.model import Fact, Parsed, Role
+from voe.ingest.parsers.registry import Probe, parser
+from voe.ingest.parsers.tabular import parse_xlsx
 
 
 def _cells(parsed: Parsed) -> dict[str, dict[str, Fact]]:

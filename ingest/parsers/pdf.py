@@ -11,9 +11,9 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, cast
 
-from ingest.limits import BudgetExceeded, Meter, printable
-from ingest.parsers.model import Fact, FileDefect, Parsed, Role
-from ingest.parsers.registry import parser
+from voe.ingest.limits import BudgetExceeded, Meter, printable
+from voe.ingest.parsers.model import Fact, FileDefect, Parsed, Role
+from voe.ingest.parsers.registry import parser
 
 BBox = tuple[float, float, float, float]
 

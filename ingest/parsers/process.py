@@ -8,11 +8,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from ingest.limits import Meter
-from ingest.parsers.model import Fact, FileDefect, Parsed, Role
-from ingest.parsers.registry import Probe, parser
-from ingest.parsers.sniff import decode_text
-from ingest.parsers.tabular import split_unit
+from voe.ingest.limits import Meter
+from voe.ingest.parsers.model import Fact, FileDefect, Parsed, Role
+from voe.ingest.parsers.registry import Probe, parser
+from voe.ingest.parsers.sniff import decode_text
+from voe.ingest.parsers.tabular import split_unit
 
 COMMENT_RE = re.compile(r"\(([^()]*)\)")
 # possessive (`*+`): the same matches, without backtracking quadratically over a long run of spaces or digits

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from ingest.parsers.model import Parsed
+from voe.ingest.parsers.model import Parsed
 
 
 @dataclass
@@ -37,7 +37,7 @@ class Probe:
 
     @cached_property
     def text(self) -> str:
-        from ingest.parsers.sniff import decode_text
+        from voe.ingest.parsers.sniff import decode_text
 
         return decode_text(self.head)
 
@@ -115,8 +115,7 @@ def _load() -> None:
     global _loaded
     if _loaded:
         return
-    import ingest.parsers as package
-
+    import voe.ingest.parsers as package
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
         if info.name not in ("registry", "model"):
             importlib.import_module(f"{package.__name__}.{info.name}")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingest.parsers import registry
-from ingest.parsers.registry import FormatSpec, Probe
+from voe.ingest.parsers import registry
+from voe.ingest.parsers.registry import FormatSpec, Probe
 
 
 def sniff(path: Path, head: bytes) -> str:

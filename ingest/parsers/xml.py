@@ -12,9 +12,9 @@ from typing import Any
 
 from lxml import etree
 
-from ingest.limits import Meter
-from ingest.parsers.model import Fact, FileDefect, Parsed, Role
-from ingest.parsers.registry import Probe, parser
+from voe.ingest.limits import Meter
+from voe.ingest.parsers.model import Fact, FileDefect, Parsed, Role
+from voe.ingest.parsers.registry import Probe, parser
 from voe.settings import settings as environment
 
 XSD_FILES = ("AMBuild.xsd", "AMMeasurement.xsd", "AMReference.xsd", "AMDocs.xsd")
@@ -24,7 +24,7 @@ def default_xsd_dir() -> Path | None:
     env: Path | None = environment().voe_xsd_dir
     if env is not None:
         return env
-    from ingest.nerdm_schema import default_schema_dir
+    from voe.ingest.nerdm_schema import default_schema_dir
 
     base = default_schema_dir()
     return base / "ambench-xsd" if base is not None and (base / "ambench-xsd").is_dir() else None

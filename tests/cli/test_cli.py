@@ -11,7 +11,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from cli import cli
+from voe.cli import cli
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -58,14 +58,14 @@ def test_ci_runs_readmes_test_command() -> None:
 
 
 def test_bad_usage_exits_2() -> None:
-    proc = subprocess.run([sys.executable, "-m", "cli", "ingest"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "voe.cli", "ingest"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "Missing argument" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_db_status_of_an_instance_that_is_not_running(tmp_path: Path) -> None:
     env = {"VOE_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, "-m", "cli", "db", "status", "--instance", "idle", "--bolt-port", "9"],
+    proc = subprocess.run([sys.executable, "-m", "voe.cli", "db", "status", "--instance", "idle", "--bolt-port", "9"],
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 1
     assert "not running" in proc.stdout

@@ -5,12 +5,12 @@ from __future__ import annotations
 import click
 import pytest
 
-from cli import cli
-from cli.reference import DOC, commands, examples, render
+from voe.cli import cli
+from voe.cli.reference import DOC, commands, examples, render
 
 
 def test_docs_cli_md_is_generated_from_the_current_help() -> None:
-    assert DOC.read_text() == render(), "docs/cli.md is stale: run `python -m cli.reference`"
+    assert DOC.read_text() == render(), "docs/cli.md is stale: run `python -m voe.cli.reference`"
 
 
 def test_the_top_level_help_shows_the_whole_session() -> None:

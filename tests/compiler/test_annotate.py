@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from compiler.annotate import TEMPLATE, VERDICT_WORDS, LLMAnnotator, filter_failures, normalise
-from compiler.judge import CRITERIA, CalibrationFailed, Judge, load_cases
-from compiler.models import Action
-from compiler.moments import INSTRUCTIONS, candidate, find_moments, load_catalog, materialize
-from compiler.package import compile_package, load_package
-from ingest import ingest_paths
+from voe.compiler.annotate import TEMPLATE, VERDICT_WORDS, LLMAnnotator, filter_failures, normalise
+from voe.compiler.judge import CRITERIA, CalibrationFailed, Judge, load_cases
+from voe.compiler.models import Action
+from voe.compiler.moments import INSTRUCTIONS, candidate, find_moments, load_catalog, materialize
+from voe.compiler.package import compile_package, load_package
 from voe.graph import Graph
+from voe.ingest import ingest_paths
 from voe.llm import Budget, ChatClient, ResponseCache, Settings
 from voe.llm_server import LocalLLMServer, Reply
 
@@ -183,7 +183,7 @@ def test_a_judge_that_fails_calibration_stops_the_compile_and_names_the_cases(sh
             compile_package(shared_graph, tmp_path / "pkg", judge=Judge(client(server, "lenient", tmp_path)))
         assert not (tmp_path / "pkg").exists()
         env = {**cli_env, "OPENAI_API_KEY": SECRET, "VOE_CACHE_DIR": str(tmp_path / "cache2")}
-        done = subprocess.run([sys.executable, "-m", "cli", "compile", "--out", str(tmp_path / "cli"), "--judge",
+        done = subprocess.run([sys.executable, "-m", "voe.cli", "compile", "--out", str(tmp_path / "cli"), "--judge",
                                "openai:lenient", "--base-url", server.base_url], capture_output=True, text=True,
                               env=env, timeout=600)
     assert done.returncode == 1 and "reject-12-separates_hidden" in done.stderr and "Traceback" not in done.stderr

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import importlib
 
-from compiler import families
-from compiler.families import MODULES
-from compiler.models import Family
 from voe import queries
+from voe.compiler import families
+from voe.compiler.families import MODULES
+from voe.compiler.models import Family
 
 
 def test_every_family_has_one_spec_and_a_rule_and_nothing_else_registers() -> None:
@@ -30,7 +30,7 @@ def test_the_chain_is_the_documented_order() -> None:
 
 
 def test_a_family_module_names_the_query_file_it_needs() -> None:
-    named = [getattr(importlib.import_module(f"compiler.families.{m}"), "QUERY", None) for m in MODULES]
+    named = [getattr(importlib.import_module(f"voe.compiler.families.{m}"), "QUERY", None) for m in MODULES]
     assert {q for q in named if q} == {"compiler/family_missing_evidence", "compiler/family_source_integrity"}
     for q in filter(None, named):
         assert queries.load(q).strip()

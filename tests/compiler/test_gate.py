@@ -17,7 +17,7 @@ def test_a_package_that_fails_the_gate_is_written_and_the_compile_exits_1(
     packet alone would be answered by "submit whatever the archive has"), so the compiler keeps no clean packet
     without a fact-resting task to balance it, the package is empty, and the gate says so."""
     out = tmp_path / "pkg"
-    proc = subprocess.run([sys.executable, "-m", "cli", "compile", "--archive", str(archives / "amb2025-template"),
+    proc = subprocess.run([sys.executable, "-m", "voe.cli", "compile", "--archive", str(archives / "amb2025-template"),
                            "--out", str(out)], capture_output=True, text=True, env=cli_env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "fails the release gate" in proc.stderr

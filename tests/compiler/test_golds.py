@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compiler import golds
-from ingest.defects import GOLDS, Decision, DefectKind, decision
-from ingest.documents import parse_file
-from ingest.media_types import mismatch, unusual
-from ingest.releases import ParsedFile, _states_prefix_rename, changelog_items, changelog_release
+from voe.compiler import golds
+from voe.ingest.defects import GOLDS, Decision, DefectKind, decision
+from voe.ingest.documents import parse_file
+from voe.ingest.media_types import mismatch, unusual
+from voe.ingest.releases import ParsedFile, _states_prefix_rename, changelog_items, changelog_release
 
 
 def test_docs_golds_md_is_generated_from_the_current_rules() -> None:
-    assert golds.main(["--check"]) == 0, "docs/golds.md is stale: run python -m compiler.golds"
+    assert golds.main(["--check"]) == 0, "docs/golds.md is stale: run python -m voe.compiler.golds"
     text = golds.DOC.read_text()
     assert all(f"`{k.value}`" in text for k in DefectKind)  # a row per defect kind
     assert "`corrected`" in text and "`renamed`" in text and "`calibrated`" in text  # a row per family rule

@@ -20,9 +20,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from compiler.package import compile_package, gate_table, load_package
-from ingest import ingest_paths
+from voe.compiler.package import compile_package, gate_table, load_package
 from voe.graph import Graph
+from voe.ingest import ingest_paths
 
 DATAFILE = ["nrdp:DataFile", "nrdp:DownloadableFile", "dcat:Distribution"]
 CHECKSUM = ["nrdp:ChecksumFile", "nrdp:DownloadableFile", "dcat:Distribution"]

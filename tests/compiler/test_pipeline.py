@@ -16,18 +16,18 @@ from typing import Any
 
 import pytest
 
-from compiler.models import TaskAnswer, TaskView
-from compiler.package import compile_package, load_package
-from compiler.verdict import verdict
-from ingest import ingest_paths
-from ingest.defects import RULES, DefectKind
-from replay.registry import specs
-from replay.runner import read_steps, run_policy
-from verifiers.graph_verify import verdicts as graph_verdicts
-from verifiers.graph_verify import verify_run
-from verifiers.score import score_run
+from voe.compiler.models import TaskAnswer, TaskView
+from voe.compiler.package import compile_package, load_package
+from voe.compiler.verdict import verdict
 from voe.graph import Graph
+from voe.ingest import ingest_paths
+from voe.ingest.defects import RULES, DefectKind
 from voe.jsonl import read_jsonl
+from voe.replay.registry import specs
+from voe.replay.runner import read_steps, run_policy
+from voe.verifiers.graph_verify import verdicts as graph_verdicts
+from voe.verifiers.graph_verify import verify_run
+from voe.verifiers.score import score_run
 
 SOURCES = ["mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template", "FACTS.md", "ambench-releases"]
 BASELINES = ["reference", "request_everything", "submit_all", "refuse_all", "random"]
@@ -181,8 +181,8 @@ def test_menus_do_not_depend_on_the_family(compiled: dict[str, Any]) -> None:
     the visible order (as an adversary did with an earlier seed) recovers nothing."""
     from dataclasses import replace
 
-    from compiler.models import Family
-    from compiler.moments import find_moments, load_catalog, materialize
+    from voe.compiler.models import Family
+    from voe.compiler.moments import find_moments, load_catalog, materialize
 
     graph: Graph = compiled["graph"]
     cat = load_catalog(graph)
@@ -323,7 +323,7 @@ def test_bad_actions_get_their_outcome_and_label(compiled: dict[str, Any]) -> No
 
 def test_score_json_and_report(compiled: dict[str, Any], cli_env: dict[str, str]) -> None:
     root = compiled["root"]
-    proc = subprocess.run([sys.executable, "-m", "cli", "score", str(root / "random"), "--compare", str(root / "reference"),
+    proc = subprocess.run([sys.executable, "-m", "voe.cli", "score", str(root / "random"), "--compare", str(root / "reference"),
                            "--json"], capture_output=True, text=True, env=cli_env)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -343,7 +343,7 @@ def test_score_json_and_report(compiled: dict[str, Any], cli_env: dict[str, str]
     rnd = out["evidence_grounded_valid"]  # the random policy: tasks of one workflow are not independent
     assert rnd["clusters"] == compiled["summary"].workflows and rnd["ci95"][0] <= rnd["mean"] <= rnd["ci95"][1]
     no_server = {**cli_env, "NEO4J_URI": "bolt://127.0.0.1:1"}  # the report reads the scores: no Neo4j
-    proc = subprocess.run([sys.executable, "-m", "cli", "report", *(str(root / p) for p in BASELINES), "--out",
+    proc = subprocess.run([sys.executable, "-m", "voe.cli", "report", *(str(root / p) for p in BASELINES), "--out",
                            str(root / "report")], capture_output=True, text=True, env=no_server)
     assert proc.returncode == 0, proc.stderr
     md = (root / "report" / "report.md").read_text()
@@ -355,13 +355,13 @@ def test_score_json_and_report(compiled: dict[str, Any], cli_env: dict[str, str]
     for damage, message in ((None, "changed since it was scored"), ("summary.json", "is not scored yet")):
         if damage:
             (stale / damage).unlink()
-        proc = subprocess.run([sys.executable, "-m", "cli", "report", str(stale), "--out", str(root / "report2")],
+        proc = subprocess.run([sys.executable, "-m", "voe.cli", "report", str(stale), "--out", str(root / "report2")],
                               capture_output=True, text=True, env=no_server)
         assert proc.returncode == 2 and message in proc.stderr and f"voe score {stale}" in proc.stderr, proc.stderr
 
 
 def test_admission_filters_reject_what_they_name(compiled: dict[str, Any]) -> None:
-    from compiler.package import admission_failures
+    from voe.compiler.package import admission_failures
 
     views, _, answers, _ = load_package(compiled["root"] / "pkg")
     view, answer = views[0], answers[views[0].task_id]
@@ -384,7 +384,7 @@ def test_cli_compile_with_archive_ingests_first_and_prints_the_summary(
     compiled: dict[str, Any], archives: Path, cli_env: dict[str, str]
 ) -> None:
     out = compiled["root"] / "pkg-cli"
-    proc = subprocess.run([sys.executable, "-m", "cli", "compile", "--archive", str(archives / "mds2-2106"),
+    proc = subprocess.run([sys.executable, "-m", "voe.cli", "compile", "--archive", str(archives / "mds2-2106"),
                            "--out", str(out), "--json"], capture_output=True, text=True, env=cli_env)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)

@@ -13,7 +13,7 @@ import urllib3
 from requests.adapters import BaseAdapter, HTTPAdapter
 from requests_cache import CachedSession  # type: ignore[import-untyped,unused-ignore]
 
-from export.jsonld import CRATE_CONTEXT_URL
+from voe.export.jsonld import CRATE_CONTEXT_URL
 from voe.resources import data_path
 
 # the header the validator's JSON-LD loader sends: part of the cache key

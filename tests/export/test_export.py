@@ -21,10 +21,12 @@ from pyld.canon import URDNA2015  # type: ignore[import-untyped]
 from rdflib.compare import isomorphic
 from rdflib.namespace import RDF
 
-from compiler.models import EvidenceObject, ObservedFact, TaskAnswer
-from compiler.package import load_package
-from export.croissant import CROISSANT
-from export.jsonld import (
+from tests.conftest import REPO
+from voe.compiler.models import EvidenceObject, ObservedFact, TaskAnswer
+from voe.compiler.package import load_package
+from voe.errors import InputError
+from voe.export.croissant import CROISSANT
+from voe.export.jsonld import (
     ANSWERS,
     CRATE,
     CRATE_SPEC,
@@ -46,12 +48,10 @@ from export.jsonld import (
     load_jsonld,
     validate,
 )
-from export.rebuild import _evidence, _Reader, import_package
-from replay.runner import read_steps, run_policy
-from tests.conftest import REPO
-from verifiers.score import score_run
-from voe.errors import InputError
+from voe.export.rebuild import _evidence, _Reader, import_package
 from voe.graph import Graph
+from voe.replay.runner import read_steps, run_policy
+from voe.verifiers.score import score_run
 
 DATA_FILES = ("tasks.jsonl", "evidence.jsonl", "answers.jsonl", "manifest.json")
 
@@ -441,7 +441,7 @@ def test_a_hostile_crate_file_is_an_input_error(tmp_path: Path, monkeypatch: pyt
 @pytest.mark.slow
 def test_cli_import_package_with_the_network_blocked_refuses_a_nested_remote_context(
         exported: tuple[Path, ExportSummary], tmp_path: Path) -> None:
-    from replay.sealed import namespaces_available
+    from voe.replay.sealed import namespaces_available
 
     crate = copy_of(exported[0], tmp_path)
     doc = json.loads((crate / EVIDENCE).read_text())
@@ -455,7 +455,7 @@ def test_cli_import_package_with_the_network_blocked_refuses_a_nested_remote_con
                 node["sha256"], node["contentSize"] = hashlib.sha256(data).hexdigest(), str(len(data))
 
     edit(crate / CRATE, reseal)
-    cmd = [sys.executable, "-m", "cli", "import-package", str(crate), "--out", str(tmp_path / "pkg")]
+    cmd = [sys.executable, "-m", "voe.cli", "import-package", str(crate), "--out", str(tmp_path / "pkg")]
     if namespaces_available():  # no network at all: a fetch would fail with a traceback of its own
         cmd = ["unshare", "--user", "--map-root-user", "--net", *cmd]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO)
@@ -593,7 +593,7 @@ def test_runs_without_answers_keep_verdicts_out_and_refuse_the_reference_run(
 
 
 def _voe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, env=env, timeout=600)
+    return subprocess.run([sys.executable, "-m", "voe.cli", *args], capture_output=True, text=True, env=env, timeout=600)
 
 
 def test_cli_export_then_import_package_and_exit_codes(package: Path, scored_runs: dict[str, Path], tmp_path: Path,

@@ -13,10 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-import ingest.loader as loader
-import ingest.nerdm_stream as nerdm_stream
-from ingest import ingest_paths
+import voe.ingest.loader as loader
+import voe.ingest.nerdm_stream as nerdm_stream
 from voe.graph import Graph
+from voe.ingest import ingest_paths
 
 SMALL = {"SINGLE_TX_ELEMENTS": 400, "CHUNK_ELEMENTS": 600}
 

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from ingest import ingest_paths
-from ingest.loader import write_record
-from ingest.nerdm import build_record
 from tests.ingest.helpers import copy_record, rows
 from voe.errors import OntologyViolation
 from voe.graph import EdgeRow, Graph
+from voe.ingest import ingest_paths
+from voe.ingest.loader import write_record
+from voe.ingest.nerdm import build_record
 from voe.ontology import Label, Rel
 
 
 def _voe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run([sys.executable, "-m", "voe.cli", *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 def _bad(tmp_path: Path, name: str, content: bytes) -> Path:

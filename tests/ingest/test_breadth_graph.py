@@ -12,12 +12,12 @@ from pathlib import Path
 
 import openpyxl
 
-from ingest import ingest_paths
-from ingest.files import resolve_pointer, span_sha256
-from ingest.parsers.sniff import decode_text
-from ingest.parsers.tabular import cell_text
 from tests.ingest.helpers import defects_by_kind, rows
 from voe.graph import Graph
+from voe.ingest import ingest_paths
+from voe.ingest.files import resolve_pointer, span_sha256
+from voe.ingest.parsers.sniff import decode_text
+from voe.ingest.parsers.tabular import cell_text
 
 
 def _resolve(root: Path, loc: dict) -> str:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from ingest import ingest_paths
-from ingest.bulk import BulkError, bulk_import
 from tests.ingest.test_replace import snapshot
 from voe.config import Neo4jSettings
 from voe.graph import Graph
+from voe.ingest import ingest_paths
+from voe.ingest.bulk import BulkError, bulk_import
 from voe.neo4j_server import LocalNeo4j
 
 PATHS = ("mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template", "ambench-releases", "FACTS.md")

@@ -50,7 +50,7 @@ def test_neo4j_stopped_mid_ingest_is_one_line_exit_1_and_no_partial_record(tmp_p
             g.clear()
         record = _big_record(tmp_path, 60_000)
         env = {**os.environ, "NEO4J_URI": uri}
-        proc = subprocess.Popen([sys.executable, "-m", "cli", "ingest", str(record), "--no-schema"],
+        proc = subprocess.Popen([sys.executable, "-m", "voe.cli", "ingest", str(record), "--no-schema"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         # stop the server once the record is being written (its Record node is marked `writing`)
         deadline = time.monotonic() + 120
@@ -80,8 +80,8 @@ def test_neo4j_stopped_mid_ingest_is_one_line_exit_1_and_no_partial_record(tmp_p
 def test_the_next_ingest_removes_what_a_dead_writer_left(graph: Graph, archives: Path) -> None:
     """A record still `writing` whose writer process is gone (as after kill -9) is removed by the next ingest
     of anything; one whose writer is alive (this test process's parent) is left alone."""
-    from ingest import ingest_paths
     from voe.graph import NodeRow
+    from voe.ingest import ingest_paths
     from voe.ontology import Label
 
     def leftover(rid: str, writer: str) -> None:

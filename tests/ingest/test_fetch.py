@@ -16,10 +16,10 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from ingest import ingest_paths
-from ingest.fetch import FetchError, fetch
 from tests.ingest.helpers import defects_by_kind
 from voe.graph import Graph
+from voe.ingest import ingest_paths
+from voe.ingest.fetch import FetchError, fetch
 
 RECORD = "mds2-2525"
 CSV_A, CSV_B, CSV_C = "Al_Spot_AA_ASR_Results.csv", "Al_Spot_TDW_Results.csv", "Al_Scan_AA_MWD_ASR_Results.csv"
@@ -151,13 +151,13 @@ def test_unknown_record_and_cli_exit_codes(pdr: PDR, tmp_path: Path) -> None:
     with pytest.raises(FetchError, match="404"):
         fetch("mds2-0000", tmp_path / "x", base_url=pdr.url, backoff=0)
     pdr.faults = {CSV_A: ["404"]}
-    proc = subprocess.run([sys.executable, "-m", "cli", "fetch", RECORD, "--into", str(tmp_path / "c"),
+    proc = subprocess.run([sys.executable, "-m", "voe.cli", "fetch", RECORD, "--into", str(tmp_path / "c"),
                            "--include", CSV_A, "--base-url", pdr.url, "--json"], capture_output=True, text=True)
     assert proc.returncode == 1, proc.stderr
     out = json.loads(proc.stdout)
     assert out["failed"] == 1 and out["files"][0]["error"].startswith("HTTP 404")
     pdr.faults = {}
-    proc = subprocess.run([sys.executable, "-m", "cli", "fetch", RECORD, "--into", str(tmp_path / "d"),
+    proc = subprocess.run([sys.executable, "-m", "voe.cli", "fetch", RECORD, "--into", str(tmp_path / "d"),
                            "--include", CSV_A, "--base-url", pdr.url], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     size = (tmp_path / "d" / CSV_A).stat().st_size

@@ -18,8 +18,8 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from ingest.fetch import PART_DIR, FetchError, FetchReport, FileResult, _part_name, fetch
 from voe.errors import InputError
+from voe.ingest.fetch import PART_DIR, FetchError, FetchReport, FileResult, _part_name, fetch
 
 REC = "mds2-9999"
 BODY = bytes(range(128))  # a declared 128-byte file
@@ -426,7 +426,7 @@ def test_cli_deadline_options_summary_and_exit_code(pdr: Hostile, tmp_path: Path
     pdr.add(comp("drip.bin", BODY), BODY, "drip")
     pdr.add(comp("nosum.bin", BIG, algo=None), BIG)
     pdr.add(comp("ok.bin", BIG), BIG)
-    args = [sys.executable, "-m", "cli", "fetch", REC, "--into", str(tmp_path / "c"), "--base-url", pdr.url,
+    args = [sys.executable, "-m", "voe.cli", "fetch", REC, "--into", str(tmp_path / "c"), "--base-url", pdr.url,
             "--timeout", "0.5", "--file-deadline", "0.6", "--deadline", "20", "--retries", "0"]
     started = time.monotonic()
     proc = subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=60)

@@ -7,12 +7,12 @@ import hashlib
 import os
 from pathlib import Path
 
-from ingest import ingest_paths
-from ingest.files import list_entries, walk_order
-from ingest.folder import SKIP, FolderBuilder
-from ingest.pipeline import _files_progress
 from tests.ingest.helpers import rows
 from voe.graph import Graph
+from voe.ingest import ingest_paths
+from voe.ingest.files import list_entries, walk_order
+from voe.ingest.folder import SKIP, FolderBuilder
+from voe.ingest.pipeline import _files_progress
 
 FIRST = "record:folder:data@unversioned"
 

@@ -20,21 +20,21 @@ from typing import Any
 
 import pytest
 
-from ingest import ingest_paths, pipeline
-from ingest.files import canonical_json
-from ingest.folder import FolderBuilder
-from ingest.nerdm import MAX_JSON_DEPTH
-from ingest.pipeline import IngestReport
 from tests.ingest.helpers import rows
 from voe.errors import GraphUnavailable
 from voe.graph import MAX_KEY_BYTES, Graph
+from voe.ingest import ingest_paths, pipeline
+from voe.ingest.files import canonical_json
+from voe.ingest.folder import FolderBuilder
+from voe.ingest.nerdm import MAX_JSON_DEPTH
+from voe.ingest.pipeline import IngestReport
 
 GOOD = "ark:/88434/mds2-2106"
 OUTSIDE_TEXT = "OUTSIDE-THE-FOLDER secret line that must never be located"
 
 
 def _voe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run([sys.executable, "-m", "voe.cli", *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 def _record(archives: Path, tmp_path: Path, name: str, mutate: Callable[[dict[str, Any]], None],
@@ -266,7 +266,7 @@ def test_an_unexpected_failure_is_reported_for_its_path_only(graph: Graph, archi
         return real_build(self)
 
     monkeypatch.setattr(FolderBuilder, "build", build)
-    with caplog.at_level(logging.DEBUG, logger="ingest.pipeline"):
+    with caplog.at_level(logging.DEBUG, logger="voe.ingest.pipeline"):
         report = _ingest_with_good(graph, archives, bad)
     assert report.exit_code == 2
     [err] = report.errors

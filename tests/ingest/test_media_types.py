@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from pathlib import PurePosixPath
 
-from ingest.media_types import mismatch, suffix
+from voe.ingest.media_types import mismatch, suffix
 
 
 def test_suffix_is_pathlibs_for_every_short_path() -> None:

@@ -6,9 +6,9 @@ import json
 import shutil
 from pathlib import Path
 
-from ingest import ingest_paths
 from tests.ingest.helpers import copy_record, defects_by_kind, nerdm, rows
 from voe.graph import Graph
+from voe.ingest import ingest_paths
 
 CSV = "Al_Spot_AA_ASR_Results.csv"
 

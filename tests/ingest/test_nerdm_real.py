@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ingest import ingest_paths
-from ingest.files import resolve_pointer, span_sha256
 from tests.ingest.helpers import defects_by_kind, nerdm, rows
 from voe.graph import Graph
+from voe.ingest import ingest_paths
+from voe.ingest.files import resolve_pointer, span_sha256
 
 RECORDS = ["mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106"]
 
@@ -170,8 +170,8 @@ def test_graph_conforms_to_the_shacl_shapes(graph: Graph, archives: Path) -> Non
 def test_an_upgrade_of_a_parser_library_re_stamps_the_record(archives: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The versions of the libraries that read files are part of the ingest stamp: an upgrade re-reads records
     instead of keeping the facts the old version read under the same stamp."""
-    import ingest.builder as builder
-    from ingest.nerdm import build_record
+    import voe.ingest.builder as builder
+    from voe.ingest.nerdm import build_record
 
     before = build_record(archives / "mds2-2106", None).stamp
     assert b"pdfplumber=" in builder.parser_versions() and b"openpyxl=" in builder.parser_versions()

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-import ingest.nerdm_stream as nerdm_stream
-from ingest import ingest_paths
-from ingest.nerdm_stream import NotStreamable, _lone_surrogate_escape, open_streamed, scan
+import voe.ingest.nerdm_stream as nerdm_stream
 from tests.ingest.test_replace import snapshot
 from voe.graph import Graph
+from voe.ingest import ingest_paths
+from voe.ingest.nerdm_stream import NotStreamable, _lone_surrogate_escape, open_streamed, scan
 
 NERDM_RECORDS = ("mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106")
 DATAFILE = "https://data.nist.gov/od/dm/nerdm-schema/pub/v0.7#/definitions/DataFile"

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-import ingest.parse_ahead as parse_ahead
-from ingest import ingest_paths
-from ingest.documents import parse_file
-from ingest.parse_ahead import ParseAhead, Workers
+import voe.ingest.parse_ahead as parse_ahead
 from tests.ingest.test_replace import snapshot
 from voe.graph import Graph
+from voe.ingest import ingest_paths
+from voe.ingest.documents import parse_file
+from voe.ingest.parse_ahead import ParseAhead, Workers
 
 RECORDS = ("mds2-4103", "mds2-2525", "amb2025-template")
 

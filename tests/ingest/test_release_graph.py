@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ingest import ingest_paths
-from ingest.parsers.sniff import decode_text
 from tests.ingest.helpers import rows
 from tests.ingest.parsers.test_release import bottom_lists
 from voe.graph import Graph
+from voe.ingest import ingest_paths
+from voe.ingest.parsers.sniff import decode_text
 
 SUMMARIES = {"1.0.0-to-2.0.0": "data-releases/release-file-change-summary-1.0.0-to-2.0.0.html",
              "2.0.0-to-2.1.0": "data-releases/release-file-change-summary-2.0.0-to-2.1.0.html"}

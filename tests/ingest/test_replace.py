@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-import ingest.loader as loader
-from ingest import ingest_paths
+import voe.ingest.loader as loader
 from tests.conftest import REPO
 from voe.graph import Graph
+from voe.ingest import ingest_paths
 
 # small enough that a record of a few thousand elements is chunked, staged and swapped
 SMALL = {"SINGLE_TX_ELEMENTS": 400, "CHUNK_ELEMENTS": 600}
@@ -168,9 +168,9 @@ def test_a_replacement_takes_over_source_locations_another_record_wrote_meanwhil
 
 def _ingest_in_child(paths: list[Path], uri: str, fault: str | None = None,
                      streamed: bool = False) -> subprocess.Popen[str]:
-    code = ("import sys; import ingest.loader as L; import ingest.nerdm_stream as N; N.CHUNK_COMPONENTS = 100; "
+    code = ("import sys; import voe.ingest.loader as L; import voe.ingest.nerdm_stream as N; N.CHUNK_COMPONENTS = 100; "
             + "".join(f"L.{k} = {v}; " for k, v in SMALL.items())
-            + "from pathlib import Path; from ingest import ingest_paths; from voe.graph import Graph; "
+            + "from pathlib import Path; from voe.ingest import ingest_paths; from voe.graph import Graph; "
             "g = Graph(); r = ingest_paths([Path(p) for p in sys.argv[1:]], g); "
             "print(r.model_dump_json()); g.close()")
     env = {**os.environ, "NEO4J_URI": uri}

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from ingest import ingest_paths
 from tests.conftest import REPO
 from tests.ingest.helpers import rows
 from voe.graph import Graph
+from voe.ingest import ingest_paths
 
 WORKERS = 4
 ROUNDS = 40  # per worker, each round a first-time record and a replacement of a shared one: 320 ingests

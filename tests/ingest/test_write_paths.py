@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-import ingest.loader as loader
-from ingest import ingest_paths
+import voe.ingest.loader as loader
 from tests.ingest.test_replace import SMALL, snapshot
 from voe import graph as graph_module
 from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow
+from voe.ingest import ingest_paths
 from voe.ontology import Label, Rel
 
 SHARED_SET = ("mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template", "ambench-releases", "FACTS.md")

@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from compiler.models import TaskAnswer, TaskView
-from compiler.package import load_package
-from replay.agent import task_text
-from replay.agent_run import RunStopped, run_agent
-from replay.runner import run_policy
-from verifiers.score import score_run
+from voe.compiler.models import TaskAnswer, TaskView
+from voe.compiler.package import load_package
 from voe.graph import Graph
 from voe.llm import Price, Settings
 from voe.llm_server import LocalLLMServer, Reply
+from voe.replay.agent import task_text
+from voe.replay.agent_run import RunStopped, run_agent
+from voe.replay.runner import run_policy
+from voe.verifiers.score import score_run
 
 SECRET = "sk-test-5ecret-never-written"
 
@@ -268,7 +268,7 @@ def test_the_readme_python_policy_runs_like_the_baseline_it_imitates(package: Pa
 
 
 def _voe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, env=env, timeout=600)
+    return subprocess.run([sys.executable, "-m", "voe.cli", *args], capture_output=True, text=True, env=env, timeout=600)
 
 
 @pytest.mark.timeout(600)
@@ -286,7 +286,7 @@ def test_voe_run_openai_then_score_and_report_and_a_killed_run_resumes(package: 
     with LocalLLMServer(model(tasks, slow)) as server:
         args = ["run", str(package), "--policy", "openai:scripted", "--base-url", server.base_url, "--passes", "3",
                 "--concurrency", "2", "--no-cache"]
-        child = subprocess.Popen([sys.executable, "-m", "cli", *args, "--out", str(tmp_path / "killed")], env=env,
+        child = subprocess.Popen([sys.executable, "-m", "voe.cli", *args, "--out", str(tmp_path / "killed")], env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and len(list((tmp_path / "killed" / "parts").glob("*.json"))) < 5:

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from cli.evaluate import policy_names
-from replay.registry import KIND_ORDER, get, names, register, specs
+from voe.cli.evaluate import policy_names
 from voe.errors import UsageError
+from voe.replay.registry import KIND_ORDER, get, names, register, specs
 
 
 def test_the_cli_choices_are_the_registry_in_kind_order() -> None:
@@ -32,6 +32,6 @@ def test_unknown_names_and_clashes_are_refused() -> None:
 
 
 def test_the_import_order_does_not_change_the_order() -> None:
-    code = ("import replay.probes, replay.policies\nfrom replay.registry import names\nprint(','.join(names()))")
+    code = ("import voe.replay.probes, voe.replay.policies\nfrom voe.replay.registry import names\nprint(','.join(names()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out.split(",") == names()

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from compiler.artifacts import load_package
-from replay.runner import run_policy
-from replay.sealed import namespaces_available
+from voe.compiler.artifacts import load_package
 from voe.config import Neo4jSettings
+from voe.replay.runner import run_policy
+from voe.replay.sealed import namespaces_available
 
 HUNTER = '''
 import json, os

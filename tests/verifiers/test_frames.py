@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from replay.runner import run_policy
-from verifiers.frames import scores, trajectories
-from verifiers.score import score_run
 from voe.graph import Graph
+from voe.replay.runner import run_policy
+from voe.verifiers.frames import scores, trajectories
+from voe.verifiers.score import score_run
 
 
 def test_trajectories_and_scores_as_frames(package: Path, _session_graph: Graph, tmp_path: Path) -> None:

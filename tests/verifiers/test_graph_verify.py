@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from replay.runner import run_policy
-from verifiers import graph_verify
-from verifiers.graph_verify import run_files_sha256, verify_run, write_run
 from voe.errors import InputError, OntologyViolation
 from voe.graph import EdgeRow, Graph, NodeRow
 from voe.jsonl import read_jsonl
 from voe.ontology import Label, Rel
+from voe.replay.runner import run_policy
+from voe.verifiers import graph_verify
+from voe.verifiers.graph_verify import run_files_sha256, verify_run, write_run
 
 SHAPE = """
 MATCH (run:Run {id: $run_id})<-[:IN_RUN]-(tr:Trajectory)
@@ -99,7 +99,7 @@ def test_steps_in_any_order_give_the_same_graph_streamed_or_grouped_first(
     batch by batch as the batches are written; any other order, and a trajectory without steps, is rolled back
     and written from the whole file grouped first. Both give the generic writer's graph."""
     graph = _session_graph
-    monkeypatch.setattr("verifiers.graph_verify.BATCH_TRAJECTORIES", 7)  # several batches
+    monkeypatch.setattr("voe.verifiers.graph_verify.BATCH_TRAJECTORIES", 7)  # several batches
     run = tmp_path / "run"
     run_policy(package, "random", 2, 3, run)
     run_id = _generic_write(graph, run)
@@ -108,7 +108,7 @@ def test_steps_in_any_order_give_the_same_graph_streamed_or_grouped_first(
     assert len(trajectories) > 3 * 7
     streamed = []  # which path wrote it: the whole-file path is taken only after the streamed one gave up
     real = graph_verify._steps_by_trajectory
-    monkeypatch.setattr("verifiers.graph_verify._steps_by_trajectory",
+    monkeypatch.setattr("voe.verifiers.graph_verify._steps_by_trajectory",
                         lambda r, whole: (streamed.append(not whole), real(r, whole))[1])
     steps = (run / "steps.jsonl").read_text().splitlines(keepends=True)
     tid = [json.loads(x)["trajectory_id"] for x in steps]
@@ -140,7 +140,7 @@ def test_an_error_in_the_last_batch_rolls_back_the_earlier_ones(
     """The batches are written as the steps are read, in one transaction: a step refused near the end leaves the
     graph's earlier copy of the run as it was, not cleared and not half rewritten."""
     graph = _session_graph
-    monkeypatch.setattr("verifiers.graph_verify.BATCH_TRAJECTORIES", 5)
+    monkeypatch.setattr("voe.verifiers.graph_verify.BATCH_TRAJECTORIES", 5)
     run = tmp_path / "run"
     run_policy(package, "reference", 1, 0, run)
     run_id = write_run(graph, run)
@@ -210,7 +210,7 @@ def test_a_step_the_files_get_wrong_is_reported_before_a_task_the_graph_lacks(
         package: Path, _session_graph: Graph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first batch is sent before the last steps are read: its missing task must not hide the input error
     further on (an input error is exit 2, a graph that lacks the task exit 1)."""
-    monkeypatch.setattr("verifiers.graph_verify.BATCH_TRAJECTORIES", 3)
+    monkeypatch.setattr("voe.verifiers.graph_verify.BATCH_TRAJECTORIES", 3)
     run = tmp_path / "run"
     run_policy(package, "reference", 1, 0, run)
     lines = (run / "trajectories.jsonl").read_text().splitlines()

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from compiler.models import Action, Family, ReferenceStep, TaskAnswer
-from verifiers.graph_verify import Verdict
-from verifiers.metrics import (
+from voe.compiler.models import Action, Family, ReferenceStep, TaskAnswer
+from voe.verifiers.graph_verify import Verdict
+from voe.verifiers.metrics import (
     ZERO_WIDTH,
     TrajectoryScore,
     cluster_bootstrap_ci,

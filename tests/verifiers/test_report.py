@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.verifiers.test_metrics import _score
-from verifiers.metrics import summarize
-from verifiers.report import NO_PLOTS, write_report
+from voe.verifiers.metrics import summarize
+from voe.verifiers.report import NO_PLOTS, write_report
 
 
 def _summaries() -> list[dict[str, Any]]:

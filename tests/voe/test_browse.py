@@ -11,10 +11,6 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from compiler.package import compile_package, load_package
-from ingest import ingest_paths
-from replay.runner import run_policy
-from verifiers.score import score_run
 from voe.browse import (
     GUIDE_PATH,
     STYLE_PATH,
@@ -26,8 +22,12 @@ from voe.browse import (
     query_text,
     style,
 )
+from voe.compiler.package import compile_package, load_package
 from voe.graph import Graph
+from voe.ingest import ingest_paths
 from voe.neo4j_server import LocalNeo4j
+from voe.replay.runner import run_policy
+from voe.verifiers.score import score_run
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_every_named_query_runs_and_shows_what_it_names(_session_graph: Graph, c
 
 
 def test_voe_browse_prints_a_browser_url_with_the_query(compiled: dict[str, str], cli_env: dict[str, str]) -> None:
-    done = subprocess.run([sys.executable, "-m", "cli", "browse", compiled["task_id"], "--json"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "voe.cli", "browse", compiled["task_id"], "--json"], capture_output=True,
                           text=True, env=cli_env, timeout=60)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
@@ -74,7 +74,7 @@ def test_voe_browse_prints_a_browser_url_with_the_query(compiled: dict[str, str]
     assert args["dbms"] == cli_env["NEO4J_URI"].replace("bolt://", "bolt://neo4j@") and out["user"] == "neo4j"
     assert args["arg"] == out["query"]
     assert json.dumps(compiled["task_id"]) in out["query"] and "$task_id" not in out["query"]
-    missing = subprocess.run([sys.executable, "-m", "cli", "browse", "--query", "record_defects"], capture_output=True,
+    missing = subprocess.run([sys.executable, "-m", "voe.cli", "browse", "--query", "record_defects"], capture_output=True,
                              text=True, env=cli_env, timeout=60)
     assert missing.returncode == 2 and "--param ark=" in missing.stderr
 

@@ -14,11 +14,11 @@ from urllib.parse import urlparse
 
 import pytest
 
-from compiler.package import compile_package, load_package
-from ingest import ingest_paths
 from tests.conftest import IN_CI
 from voe.browse import browser_url, named_queries, query_text
+from voe.compiler.package import compile_package, load_package
 from voe.graph import Graph
+from voe.ingest import ingest_paths
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 

@@ -42,7 +42,7 @@ def test_db_up_and_ingest_with_only_python(tmp_path: Path, archives: Path) -> No
     env["VOE_CACHE_DIR"] = str(tmp_path / "cache")
     for tool in ("java", "mvn"):
         assert subprocess.run(["sh", "-c", f"command -v {tool}"], env=env, capture_output=True).returncode != 0
-    voe = [sys.executable, "-m", "cli"]
+    voe = [sys.executable, "-m", "voe.cli"]
     server = ["--instance", "bare", "--bolt-port", BARE_PORTS[0], "--http-port", BARE_PORTS[1]]
     up = subprocess.run([*voe, "db", "up", *server, "--heap", "512m", "--pagecache", "64m", "--json"],
                         capture_output=True, text=True, env=env, timeout=900)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.models import MenuEntry
 from voe import jsonl
+from voe.compiler.models import MenuEntry
 from voe.errors import InputError
 from voe.jsonl import dump_models, read_jsonl
 

@@ -31,7 +31,7 @@ def test_a_tampered_jar_in_the_cache_stops_voe_db_up(neo4j_settings: object, tmp
     victim.unlink()
     victim.write_bytes(bytes(data))
     env = {**os.environ, "VOE_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, "-m", "cli", "db", "up", "--instance", "tampered", "--bolt-port", "17689",
+    proc = subprocess.run([sys.executable, "-m", "voe.cli", "db", "up", "--instance", "tampered", "--bolt-port", "17689",
                            "--http-port", "17476"], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 1, proc.stderr
     assert f"{victim.name} (org.neo4j:neo4j-kernel:" in proc.stderr and "does not match its sha256" in proc.stderr

@@ -63,7 +63,7 @@ def test_quiet_prints_nothing(tmp_path: Path) -> None:
 
 def test_voe_run_shows_progress_even_with_json_and_none_with_quiet(package: Path, tmp_path: Path,
                                                                    cli_env: dict[str, str]) -> None:
-    base = [sys.executable, "-m", "cli", "run", str(package), "--policy", "random", "--json"]
+    base = [sys.executable, "-m", "voe.cli", "run", str(package), "--policy", "random", "--json"]
     shown = subprocess.run([*base, "--out", str(tmp_path / "a")], capture_output=True, text=True, env=cli_env)
     assert shown.returncode == 0 and "run: " in shown.stderr and " trajectories in " in shown.stderr
     quiet = subprocess.run([*base, "--quiet", "--out", str(tmp_path / "b")], capture_output=True, text=True,

@@ -23,7 +23,7 @@ def test_every_command_works_through_a_routing_uri(graph: Graph, archives: Path,
     env = {**cli_env, "NEO4J_URI": _routing(neo4j_settings.uri)}
 
     def voe(*args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, env=env,
+        done = subprocess.run([sys.executable, "-m", "voe.cli", *args], capture_output=True, text=True, env=env,
                               timeout=600)
         assert done.returncode == 0, done.stderr
         return done

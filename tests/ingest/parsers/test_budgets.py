@@ -18,13 +18,13 @@ from lxml import etree
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
-from ingest.documents import parse_file
-from ingest.limits import BudgetError, Budgets
-from ingest.parsers.instruments import parse_workbook
-from ingest.parsers.model import Parsed
-from ingest.parsers.pdf import parse_pdf
-from ingest.parsers.tabular import cell_text
-from ingest.parsers.xml import parse_xml
+from voe.ingest.documents import parse_file
+from voe.ingest.limits import BudgetError, Budgets
+from voe.ingest.parsers.instruments import parse_workbook
+from voe.ingest.parsers.model import Parsed
+from voe.ingest.parsers.pdf import parse_pdf
+from voe.ingest.parsers.tabular import cell_text
+from voe.ingest.parsers.xml import parse_xml
 
 REPO = Path(__file__).resolve().parents[3]
 MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -341,7 +341,7 @@ def test_a_damaged_pdf_whose_fallback_scan_passes_the_token_budget_is_not_opened
 def test_pdf_table_cells_read_through_the_index_equal_text_in_box(tmp_path: Path) -> None:
     import pdfplumber
 
-    from ingest.parsers.pdf import text_in_box
+    from voe.ingest.parsers.pdf import text_in_box
 
     path = tmp_path / "grid.pdf"
     c = canvas.Canvas(str(path), pagesize=A4, invariant=1)
@@ -382,7 +382,7 @@ def test_pdfminer_warnings_go_to_the_voe_logger(tmp_path: Path, caplog: pytest.L
 def test_pdfminer_warnings_do_not_reach_stderr(tmp_path: Path) -> None:
     """In a fresh interpreter (pytest's own log capture would hide a library printing to stderr)."""
     path = _raw_pdf(tmp_path / "w.pdf", [zlib.compress(WARNING_PDF)])
-    code = ("import sys; from pathlib import Path; from ingest.documents import parse_file; "
+    code = ("import sys; from pathlib import Path; from voe.ingest.documents import parse_file; "
             f"p = parse_file(Path({str(path)!r}), 'w.pdf'); print(len(p.facts))")
     run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, timeout=120, check=True)
     assert run.stderr == b"" and int(run.stdout) > 0
@@ -455,7 +455,7 @@ def test_literal_strings_parse_as_pdfminer_reads_them_in_linear_time(tmp_path: P
 
     from pdfminer.psparser import PSBaseParser
 
-    from ingest.parsers import pdf as pdf_parser
+    from voe.ingest.parsers import pdf as pdf_parser
 
     pdf_parser._install_stream_guards()
     parser = PSBaseParser(io.BytesIO(b"(ab\\(c\\)d (nested) \\101\\12x) /Name (second)"))
@@ -473,7 +473,7 @@ def test_a_dictionary_keyed_by_nested_arrays_is_read_in_bounded_memory(tmp_path:
     inputs that found it: 5 GiB from 1 MB). The stand-in key keeps 30 levels in a few MiB."""
     import tracemalloc
 
-    from ingest.parsers import pdf as pdf_parser
+    from voe.ingest.parsers import pdf as pdf_parser
 
     body = b"<< [ " * 30 + b"(it's \\\\ here)" + b" ] 1 >>" * 30
     path = tmp_path / "nested.pdf"

@@ -9,8 +9,8 @@ import pytest
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
-from ingest.documents import parse_file
-from ingest.parsers.pdf import parse_pdf, text_in_box
+from voe.ingest.documents import parse_file
+from voe.ingest.parsers.pdf import parse_pdf, text_in_box
 
 
 def _pdf(path: Path, *, encrypt: str | None = None) -> Path:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from lxml import etree
 
-from ingest.parsers.process import parse_nc, parse_step
-from ingest.parsers.xml import parse_xml
+from voe.ingest.parsers.process import parse_nc, parse_step
+from voe.ingest.parsers.xml import parse_xml
 
 EIA = Path("amb2025-template/04/BuildInfo/NIST_Bench_S5_P1.eia")
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ingest.builder import parser_libraries
-from ingest.documents import parse_file
-from ingest.parsers import registry
-from ingest.parsers.model import Fact, Parsed, Role
-from ingest.parsers.registry import FormatSpec
-from ingest.parsers.sniff import sniff
+from voe.ingest.builder import parser_libraries
+from voe.ingest.documents import parse_file
+from voe.ingest.parsers import registry
+from voe.ingest.parsers.model import Fact, Parsed, Role
+from voe.ingest.parsers.registry import FormatSpec
+from voe.ingest.parsers.sniff import sniff
 
 PARSED = {"pdf", "xlsx", "step", "release_summary", "xml", "nc", "csv", "text"}
 UNPARSED = {"zip", "json", "binary", "checksum"}

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import openpyxl
 
-from ingest.documents import parse_file
-from ingest.parsers.instruments import parse_workbook
-from ingest.parsers.sniff import decode_text
-from ingest.parsers.tabular import cell_text, parse_csv, split_unit
+from voe.ingest.documents import parse_file
+from voe.ingest.parsers.instruments import parse_workbook
+from voe.ingest.parsers.sniff import decode_text
+from voe.ingest.parsers.tabular import cell_text, parse_csv, split_unit
 
 
 def test_units_are_parsed_from_headers() -> None:
