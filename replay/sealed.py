@@ -84,10 +84,12 @@ def _installed(path: Path) -> bool:
 
 
 def _code_dirs() -> tuple[list[Path], list[Path]]:
-    """voe's own packages the child imports (compiler.models, replay.sealed_child), and the folders they are in."""
+    """voe's own packages the child imports (voe itself, voe.compiler.models, voe.replay.sealed_child), and the
+    folders they are in (in a source tree the stages are linked into voe/ from the folders beside it)."""
+    import voe
     import voe.compiler
     import voe.replay
-    packages = sorted({Path(next(iter(m.__path__))).resolve() for m in (voe.compiler, voe.replay)})
+    packages = sorted({Path(next(iter(m.__path__))).resolve() for m in (voe, voe.compiler, voe.replay)})
     return packages, sorted({p.parent for p in packages})
 
 
