@@ -41,7 +41,8 @@ def main() -> None:
     times = []
     for _ in range(args.runs):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import voe.cli, voe.cli.evaluate, voe.replay.runner, voe.replay.probes"], check=True)
+        subprocess.run([sys.executable, "-c", "import voe.cli, voe.cli.evaluate, voe.replay.runner, voe.replay.probes"],
+                       check=True)
         times.append(time.perf_counter() - t0)
     out["voe run start-up (s)"] = round(statistics.median(times), 3)
     mods = subprocess.run([sys.executable, "-c", "import sys, cli; print(len(sys.modules))"],

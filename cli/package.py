@@ -152,7 +152,7 @@ def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers
       voe export out/pkg --out out/crate
       voe export out/pkg --out out/crate-full --runs out/run-random --include-answers
     """
-    from voe.export.jsonld import export_package
+    from voe.export.crate import export_package
 
     summary = export_package(package, out, include_answers=include_answers, runs=runs, date=date,
                              license_url=license_url, force=force)

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from voe.compiler.models import Manifest, TaskView
 from voe.errors import InputError
-from voe.export.jsonld import ID, _package_iri, action_iri, context, iri, read_json, tree
+from voe.export.jsonld import ID, action_iri, context, iri, package_iri, read_json, tree
 from voe.jsonl import read_jsonl
 from voe.replay.env import StepRecord, TrajectorySummary
 from voe.replay.runner import read_steps
@@ -78,7 +78,7 @@ def _canonical(value: Any) -> str:
 
 
 def runs_document(runs: list[LoadedRun], manifest: Manifest, evidence_ids: set[str]) -> dict[str, Any]:
-    package = _package_iri(manifest)
+    package = package_iri(manifest)
     nodes: list[dict[str, Any]] = []
     for run in runs:
         # the local path of the package is the exporter's machine, not part of the run

@@ -1,19 +1,29 @@
-"""The stages import one way: voe (shared ground) <- ingest <- compiler <- replay <- verifiers, and the command
-line on top. Function-level imports count too. The one sanctioned backward edge: admission (compiler.gate,
-compiler.select's adversarial filtering and compiler.annotate's reference-path filter) runs tasks through the
-replay environment, the baselines and the probes before a package is released, as the release gate demands
-(DESIGN, gates)."""
+"""The stages import one way: the shared ground (voe's own modules) <- ingest <- compiler <- replay <- verifiers <-
+export <- cli. The rules are import-linter contracts in pyproject.toml ([tool.importlinter]); these tests run them
+(function-level imports count), show that they catch a planted violation, keep the contract's list of
+shared-ground modules complete, and forbid import cycles between modules."""
 
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
+import grimp
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
-ORDER = ["voe", "ingest", "compiler", "replay", "verifiers", "export", "cli"]  # cli: the command line, on top
-ADMISSION = {"compiler.gate": {"replay.env", "replay.policies", "replay.probes", "replay.registry"},
-             "compiler.select": {"replay.env", "replay.probes", "replay.registry"},
-             "compiler.annotate": {"replay.env"}}
+STAGES = ["ingest", "compiler", "replay", "verifiers", "export", "cli"]
+LINT = Path(sys.executable).parent / "lint-imports"
+
+
+def _contracts() -> list[dict[str, object]]:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    return list(config["contracts"])
 
 
 def _top_level(path: Path) -> set[str]:
@@ -22,42 +32,107 @@ def _top_level(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
             [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
-        out |= {n for n in names if n.split(".")[0] in ORDER[1:]}
+        out |= {n for n in names if n.split(".")[0] in STAGES}
     return out
 
 
 def test_everything_imports_through_the_voe_namespace() -> None:
-    wrong = {f"{path.relative_to(REPO)} imports {name}" for folder in [*ORDER, "tests", "bench", "tools"]
+    wrong = {f"{path.relative_to(REPO)} imports {name}" for folder in ["voe", *STAGES, "tests", "bench", "tools"]
              for path in (REPO / folder).rglob("*.py") for name in _top_level(path)}
     assert wrong == set()
 
 
-def _imports(path: Path) -> set[str]:
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module)
-    return {_stage_module(m) for m in out if _stage_module(m).split(".")[0] in ORDER}
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    # import-linter puts its working directory first on sys.path: the package found there is the one checked
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([str(LINT), "--config", str(REPO / "pyproject.toml"), "--no-cache"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
 
 
-def _stage_module(name: str) -> str:
-    """`voe.ingest.loader` -> `ingest.loader` (a stage's module); `voe.graph` -> `voe.graph` (the shared ground)."""
-    parts = name.split(".")
-    return ".".join(parts[1:]) if len(parts) > 1 and parts[0] == "voe" and parts[1] in ORDER[1:] else name
+def test_the_import_contracts_hold() -> None:
+    result = _lint(REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Contracts: {len(_contracts())} kept, 0 broken." in result.stdout
 
 
-def test_every_stage_imports_only_from_itself_and_the_stages_before_it() -> None:
-    wrong = []
-    checked = 0
-    for package in ORDER:
-        for path in sorted((REPO / package).rglob("*.py")):
-            module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
-            checked += 1
-            allowed = set(ORDER[: ORDER.index(package) + 1])
-            for imported in _imports(path):
-                if imported.split(".")[0] not in allowed and imported not in ADMISSION.get(module, set()):
-                    wrong.append(f"{module} imports {imported}")
-    assert checked > 50
-    assert wrong == []
+@pytest.mark.parametrize(("module", "planted", "contract"), [
+    ("voe/jsonl.py", "voe.cli.app", "the shared ground imports no stage"),
+    ("voe/ingest/ids.py", "voe.compiler.models", "stages: each imports only from the ones below it"),
+    ("voe/replay/env.py", "voe.verifiers.metrics", "stages: each imports only from the ones below it"),
+])
+def test_the_contracts_catch_an_import_against_the_flow(tmp_path: Path, module: str, planted: str,
+                                                        contract: str) -> None:
+    """A copy of the package (the stage folders resolved) with one function-level import planted against the flow."""
+    shutil.copytree(REPO / "voe", tmp_path / "voe", ignore=shutil.ignore_patterns("__pycache__"))
+    target = tmp_path / module
+    target.write_text(target.read_text() + f"\n\ndef _planted() -> None:\n    import {planted}  # noqa: F401\n")
+    result = _lint(tmp_path)
+    assert result.returncode == 1, result.stdout
+    broken = result.stdout.split("Broken contracts", 1)[1]
+    assert contract in broken and planted in broken
+
+
+def test_the_ground_contract_names_every_module_of_the_shared_ground() -> None:
+    """A new module of voe's own (not a stage) is held to the contract as soon as it exists."""
+    ground = {f"voe.{p.stem}" for p in (REPO / "voe").glob("*.py") if p.stem != "__init__"}
+    [contract] = [c for c in _contracts() if c["type"] == "forbidden"]
+    assert set(contract["source_modules"]) == ground  # type: ignore[arg-type]
+    assert set(contract["forbidden_modules"]) == {f"voe.{s}" for s in STAGES}  # type: ignore[arg-type]
+    [layers] = [c for c in _contracts() if c["type"] == "layers"]
+    assert sorted(layers["layers"]) == sorted(f"voe.{s}" for s in STAGES)  # type: ignore[arg-type]
+
+
+def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(graph.modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def test_no_two_modules_import_each_other() -> None:
+    """Imports inside functions count (grimp reads them); imports only for type checking do not."""
+    graph = grimp.build_graph("voe", exclude_type_checking_imports=True, cache_dir=None)
+    assert len(graph.modules) > 90
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = grimp.build_graph("voe", exclude_type_checking_imports=True, cache_dir=None)
+    graph.add_import(importer="voe.jsonl", imported="voe.cli.app")
+    graph.add_import(importer="voe.cli.app", imported="voe.jsonl")
+    assert ["voe.cli.app", "voe.jsonl"] in _cycles(graph)

@@ -11,6 +11,10 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
+# a .venv made before the distribution was renamed voe-evidence holds the old editable `voe` (seven top-level names)
+if .venv/bin/python -m pip show voe 2>/dev/null | grep -q "^Editable project location: $PWD\$"; then
+  .venv/bin/python -m pip uninstall -q -y voe
+fi
 .venv/bin/python -m pip install -q -e '.[dev]' -c requirements.lock  # pinned: tools/lock.sh regenerates it
 
 started=""

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from voe.ingest.limits import Meter
+from voe.ingest.parsers.encoding import decode_text
 from voe.ingest.parsers.model import Fact, FileDefect, Parsed, Role
 from voe.ingest.parsers.registry import Probe, parser
-from voe.ingest.parsers.sniff import decode_text
 from voe.ingest.parsers.tabular import split_unit
 
 COMMENT_RE = re.compile(r"\(([^()]*)\)")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from voe.ingest.parsers.encoding import decode_text
 from voe.ingest.parsers.model import Parsed
 
 
@@ -37,8 +38,6 @@ class Probe:
 
     @cached_property
     def text(self) -> str:
-        from voe.ingest.parsers.sniff import decode_text
-
         return decode_text(self.head)
 
     @cached_property

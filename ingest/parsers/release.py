@@ -27,9 +27,9 @@ from typing import Any
 from lxml import etree
 
 from voe.ingest.limits import Meter
+from voe.ingest.parsers.encoding import text_encoding
 from voe.ingest.parsers.model import Fact, Parsed, Role
 from voe.ingest.parsers.registry import Probe, parser
-from voe.ingest.parsers.sniff import text_encoding
 
 # An AM Bench release file summary: an HTML document whose <h1> reads "Release File Summary: A to B".
 RELEASE_TITLE_RE = re.compile(r"Release File Summary: (\d+(?:\.\d+)*) to (\d+(?:\.\d+)*)")

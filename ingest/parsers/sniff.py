@@ -1,7 +1,7 @@
 """Dispatch by content, not by extension: the first bytes decide the format (each parser module registers the
 test that recognises its format, ingest/parsers/registry.py); the extension is only compared with it (a mismatch
-is a `format_mismatch` defect, e.g. an .xlsx that is really CSV). Here: the formats with no parser, and text
-decoding shared by the parsers."""
+is a `format_mismatch` defect, e.g. an .xlsx that is really CSV). Here: the formats with no parser (text
+decoding is in ingest/parsers/encoding.py)."""
 
 from __future__ import annotations
 
@@ -29,24 +29,3 @@ registry.register(FormatSpec("json", 60, lambda p: p.text_head[:1] in (b"{", b"[
 registry.register(FormatSpec("binary", 70, lambda p: p.head.startswith(b"PK\x03\x04") or b"\x00" in p.head, None,
                              doc="bytes that are not text (a damaged zip among them)"))
 registry.register(FormatSpec("checksum", 80, _hex_digest, None, doc="a sha256 sidecar"))
-
-
-def decode_text(data: bytes) -> str:
-    """UTF-8 (BOM or not), else Windows-1252: AM Bench templates write `µm` as the single byte 0xB5."""
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        if exc.start >= len(data) - 3:  # a multi-byte character cut off at the end of a head read
-            try:
-                return data[: exc.start].decode("utf-8-sig")
-            except UnicodeDecodeError:
-                pass
-        return data.decode("cp1252", errors="replace")
-
-
-def text_encoding(data: bytes) -> str:
-    try:
-        data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return "cp1252"
-    return "utf-8"

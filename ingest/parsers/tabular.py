@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from voe.ingest.limits import BudgetExceeded, Meter, printable
+from voe.ingest.parsers.encoding import decode_text, text_encoding
 from voe.ingest.parsers.model import Fact, FileDefect, Parsed, Role
 from voe.ingest.parsers.registry import Probe, parser
-from voe.ingest.parsers.sniff import decode_text, text_encoding
 
 UNIT_RE = re.compile(r"^(?P<name>.*?)\s*[\(\[]\s*(?P<unit>[^()\[\]]{1,24}?)\s*[\)\]]\s*$")
 

@@ -25,6 +25,7 @@ from tests.conftest import REPO
 from voe.compiler.models import EvidenceObject, ObservedFact, TaskAnswer
 from voe.compiler.package import load_package
 from voe.errors import InputError
+from voe.export.crate import ExportSummary, export_package
 from voe.export.croissant import CROISSANT
 from voe.export.jsonld import (
     ANSWERS,
@@ -38,13 +39,11 @@ from voe.export.jsonld import (
     VOE,
     VOEA,
     ExportInvalid,
-    ExportSummary,
     canonical_nquads,
     content_hash,
     context,
     document_loader,
     evidence_document,
-    export_package,
     load_jsonld,
     validate,
 )

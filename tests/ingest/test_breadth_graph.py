@@ -16,7 +16,7 @@ from tests.ingest.helpers import defects_by_kind, rows
 from voe.graph import Graph
 from voe.ingest import ingest_paths
 from voe.ingest.files import resolve_pointer, span_sha256
-from voe.ingest.parsers.sniff import decode_text
+from voe.ingest.parsers.encoding import decode_text
 from voe.ingest.parsers.tabular import cell_text
 
 

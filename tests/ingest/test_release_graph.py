@@ -13,7 +13,7 @@ from tests.ingest.helpers import rows
 from tests.ingest.parsers.test_release import bottom_lists
 from voe.graph import Graph
 from voe.ingest import ingest_paths
-from voe.ingest.parsers.sniff import decode_text
+from voe.ingest.parsers.encoding import decode_text
 
 SUMMARIES = {"1.0.0-to-2.0.0": "data-releases/release-file-change-summary-1.0.0-to-2.0.0.html",
              "2.0.0-to-2.1.0": "data-releases/release-file-change-summary-2.0.0-to-2.1.0.html"}

@@ -55,7 +55,7 @@ def test_settings_read_the_environment_now_and_treat_empty_as_unset(monkeypatch:
 
 
 def test_a_malformed_value_is_a_usage_error_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    from voe.export.jsonld import published_date
+    from voe.export.crate import published_date
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
     with pytest.raises(UsageError, match="SOURCE_DATE_EPOCH='yesterday'"):

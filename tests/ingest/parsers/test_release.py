@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from voe.ingest.documents import parse_file
+from voe.ingest.parsers.encoding import decode_text
 from voe.ingest.parsers.release import parse_release_summary
-from voe.ingest.parsers.sniff import decode_text, sniff
+from voe.ingest.parsers.sniff import sniff
 
 SUMMARY = "ambench-releases/data-releases/release-file-change-summary-{}.html"
 FIRST, SECOND = "1.0.0-to-2.0.0", "2.0.0-to-2.1.0"

@@ -9,8 +9,8 @@ from pathlib import Path
 import openpyxl
 
 from voe.ingest.documents import parse_file
+from voe.ingest.parsers.encoding import decode_text
 from voe.ingest.parsers.instruments import parse_workbook
-from voe.ingest.parsers.sniff import decode_text
 from voe.ingest.parsers.tabular import cell_text, parse_csv, split_unit
 
 

@@ -1,0 +1,225 @@
+"""`voe export`: a package (and runs of it) as a folder that conforms: the JSON-LD graph files (export/jsonld.py,
+export/runs.py), the package's own files, croissant.json and ro-crate-metadata.json, validated with SHACL and
+swapped in whole."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from voe.compiler.artifacts import load_package
+from voe.compiler.models import Manifest
+from voe.errors import InputError, UsageError
+from voe.export.croissant import CONFORMS_TO as CROISSANT_CONFORMS_TO
+from voe.export.croissant import CROISSANT, JSONL, croissant_metadata
+from voe.export.jsonld import (
+    ANSWERS,
+    CRATE,
+    CRATE_CONTEXT_URL,
+    CRATE_SPEC,
+    EVIDENCE,
+    HASH_PROPERTY,
+    PACKAGE_FILES,
+    RUNS,
+    TASKS,
+    VOE,
+    answers_document,
+    content_hash,
+    dump,
+    evidence_document,
+    tasks_document,
+    validate,
+)
+from voe.export.runs import load_runs, runs_document, verdict_nodes
+from voe.settings import settings
+
+
+class ExportSummary(BaseModel):
+    out: str
+    tasks: int
+    evidence: int
+    answers: int  # 0 without include_answers
+    runs: int = 0
+    trajectories: int = 0
+    verdicts: int = 0  # with include_answers: one per trajectory of the runs
+    include_answers: bool
+    triples: int
+    content_hash: str  # sha256 of the RDFC-1.0 (URDNA2015) canonical N-Quads of the exported .jsonld files
+    package_content_hash: str  # the source package's own content hash (manifest.json)
+    files: dict[str, str]  # file name -> sha256 of its bytes
+
+
+
+SOURCE_TERMS = "#terms-of-the-sources"
+
+
+def published_date(date: str | None = None) -> str:
+    """The crate's datePublished: `date` (YYYY-MM-DD), else SOURCE_DATE_EPOCH (the reproducible-builds convention,
+    so that two exports of one package are byte-identical), else today (UTC)."""
+    import datetime as dt  # noqa: PLC0415 - only the crate needs it
+
+    if date is not None:
+        try:
+            return dt.date.fromisoformat(date).isoformat()
+        except ValueError as exc:
+            raise UsageError(f"--date {date!r}: expected YYYY-MM-DD") from exc
+    epoch = settings().source_date_epoch
+    if epoch:
+        try:
+            return dt.datetime.fromtimestamp(int(epoch), dt.UTC).date().isoformat()
+        except (ValueError, OverflowError, OSError) as exc:
+            raise UsageError(f"SOURCE_DATE_EPOCH={epoch!r}: expected seconds since 1970") from exc
+    return dt.datetime.now(dt.UTC).date().isoformat()
+
+
+def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, counts: dict[str, int],
+                   published: str, license_url: str | None = None, data_files: dict[str, bytes] | None = None,
+                   croissant: bytes | None = None) -> dict[str, Any]:
+    described = {
+        TASKS: f"{counts['tasks']} policy-visible tasks (voe:Task, prov:Entity) with their menus and workflows",
+        EVIDENCE: f"{counts['evidence']} evidence objects (voe:Evidence) with their facts and source locations",
+        RUNS: f"{counts['runs']} runs (voe:Run, prov:Activity) with {counts['trajectories']} trajectories and their "
+              "steps, observations and actions",
+        ANSWERS: f"{counts['answers']} verifier-only task answers, the package's audit"
+                 + (f" and {counts['verdicts']} trajectory verdicts" if counts["verdicts"] else "")
+                 + "; never give this file to a policy",
+    }
+    parts: list[dict[str, Any]] = []
+    for name in sorted(files):
+        part: dict[str, Any] = {"@id": name, "@type": "File", "name": name, "description": described[name],
+                                "encodingFormat": "application/ld+json", "contentSize": str(len(files[name])),
+                                "sha256": hashlib.sha256(files[name]).hexdigest()}
+        if name == ANSWERS:
+            part["voe:verifierOnly"] = True
+        parts.append(part)
+    for name, data in sorted((data_files or {}).items()):  # the package's own files, for tools that read tables
+        part = {"@id": name, "@type": "File", "name": name, "encodingFormat": JSONL, "contentSize": str(len(data)),
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "description": f"{name} of the package as `voe compile` wrote it (JSON Lines)"
+                               + ("; verifier-only: never give this file to a policy" if name == "answers.jsonl" else "")}
+        if name == "answers.jsonl":
+            part["voe:verifierOnly"] = True
+        parts.append(part)
+    if croissant is not None:
+        parts.append({"@id": CROISSANT, "@type": "File", "name": CROISSANT, "encodingFormat": "application/ld+json",
+                      "contentSize": str(len(croissant)), "sha256": hashlib.sha256(croissant).hexdigest(),
+                      "conformsTo": {"@id": CROISSANT_CONFORMS_TO},
+                      "description": "Croissant (MLCommons) description of the JSON Lines files as record sets"})
+    sources = ", ".join(str(s.get("ark")) for s in manifest.sources)
+    root = {
+        "@id": "./", "@type": "Dataset", "name": f"voe task package {manifest.content_hash[:12]}",
+        "description": f"Realized-only decision tasks compiled by {manifest.compiler_version} from the archive "
+                       f"records {sources}, exported as JSON-LD (PROV-O, schema.org). "
+                       + ("Verifier-only answers included (answers.jsonld)." if ANSWERS in files
+                          else "Policy-visible files only: no answers."),
+        "identifier": [{"@id": "#content-hash"}, {"@id": "#package-content-hash"}],
+        "hasPart": [{"@id": p["@id"]} for p in parts], "version": str(manifest.package_version),
+        "datePublished": published, "license": {"@id": license_url or SOURCE_TERMS}}
+    graph = [
+        {"@id": CRATE, "@type": "CreativeWork", "conformsTo": {"@id": CRATE_SPEC}, "about": {"@id": "./"}},
+        root,
+        {"@id": "#content-hash", "@type": "PropertyValue", "propertyID": HASH_PROPERTY, "name": "RDFC-1.0 content hash",
+         "description": "sha256 of the RDFC-1.0 (URDNA2015) canonical N-Quads of the union of the .jsonld files",
+         "value": digest},
+        {"@id": "#package-content-hash", "@type": "PropertyValue", "propertyID": VOE + "packageContentHash",
+         "name": "voe package content hash", "description": "the content hash in the source package's manifest.json",
+         "value": manifest.content_hash},
+        *parts]
+    if license_url is None:  # the package carries no license of its own: the source records' terms apply
+        graph.append({"@id": SOURCE_TERMS, "@type": "CreativeWork", "name": "terms of the source records",
+                      "description": f"No license was given at export; the terms of the archive records {sources} "
+                                     "apply (each record's landing page states them; NIST Public Data Repository "
+                                     "records: https://www.nist.gov/open/license)."})
+    return {"@context": [CRATE_CONTEXT_URL, {"voe": VOE}],
+            "@graph": sorted(graph, key=lambda x: str(x["@id"]))}
+
+
+def _check_out(out: Path, force: bool) -> None:
+    if out.is_symlink():
+        raise InputError("the export folder is a symbolic link; name the folder itself", path=str(out))
+    if out.exists() and not out.is_dir():
+        raise InputError("the export folder is a file", path=str(out))
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise InputError("the export folder exists and is not empty; choose another, or replace it with --force",
+                             path=str(out))
+        if not (out / CRATE).is_file() or out.resolve() in (Path.cwd().resolve(), Path.home().resolve(), Path("/")):
+            raise InputError(f"--force replaces an earlier export only (a folder holding {CRATE}); this folder is "
+                             "not one", path=str(out))
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """`staging` becomes `out`; an earlier `out` is moved aside first and removed after (a rename each)."""
+    if not out.exists():
+        os.replace(staging, out)
+        return
+    old = out.with_name(f".{out.name}.{os.getpid()}.old")
+    os.replace(out, old)
+    try:
+        os.replace(staging, out)
+    except OSError:
+        os.replace(old, out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: list[Path] | tuple[Path, ...] = (),
+                   date: str | None = None, license_url: str | None = None, force: bool = False) -> ExportSummary:
+    """Export the package folder `pkg` as JSON-LD into `out` (see the module docstring for the files), validate it
+    with SHACL and record its RDFC-1.0 content hash in ro-crate-metadata.json, which is written last, only for
+    an export that conforms.
+
+    The export is written into a new folder beside `out` and renamed to `out` only once it conforms: a failed
+    export leaves nothing, and a reader never sees half of one. `out` may not be a symbolic link, and a folder
+    that exists and is not empty is replaced only with `force` (InputError otherwise).
+
+    Raises InputError (exit 2) when `pkg` is not a readable package or `out` is refused, ExportInvalid (exit 1)
+    with pyshacl's report when the export fails the shapes. `runs` (run folders of this package) go to
+    runs.jsonld as PROV activities, their verdicts to answers.jsonld (export/runs.py). The CLI
+    (`voe export PKG --out DIR [--runs RUN...] [--include-answers] [--force]`) prints `exported T tasks, E
+    evidence objects[, R runs][, A verifier-only answers] to DIR (content hash H)` and with `--json` the
+    ExportSummary."""
+    published = published_date(date)  # a bad --date fails before any work
+    out = Path(os.path.abspath(out))  # `.` has no name to stage beside
+    _check_out(out, force)
+    views, evidence_by_id, answers, manifest = load_package(pkg)
+    evidence = list(evidence_by_id.values())  # load_package keeps the file's order
+    loaded = load_runs(list(runs), manifest, views, include_answers)
+    files = {TASKS: dump(tasks_document(views, manifest)), EVIDENCE: dump(evidence_document(evidence))}
+    if loaded:
+        files[RUNS] = dump(runs_document(loaded, manifest, set(evidence_by_id)))
+    verdicts = verdict_nodes(loaded) if include_answers else []
+    if include_answers:
+        files[ANSWERS] = dump(answers_document(views, answers, manifest, verdicts))
+    data_files = {n: (pkg / n).read_bytes() for n in PACKAGE_FILES if n != "answers.jsonl" or include_answers}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent))
+    try:
+        for name, data in {**files, **data_files}.items():
+            (staging / name).write_bytes(data)
+        report = validate(staging)
+        digest, _ = content_hash(staging)
+        counts = {"tasks": len(views), "evidence": len(evidence), "answers": len(answers) if include_answers else 0,
+                  "runs": len(loaded), "trajectories": sum(len(r.trajectories) for r in loaded),
+                  "verdicts": len(verdicts)}
+        croissant = dump(croissant_metadata(data_files, manifest, published, license_url,
+                                             f"Realized-only decision tasks of voe package {manifest.content_hash}: "
+                                             f"{len(views)} tasks over {len(evidence)} evidence objects, as JSON Lines."))
+        (staging / CROISSANT).write_bytes(croissant)
+        (staging / CRATE).write_bytes(dump(crate_metadata(files, digest, manifest, counts, published, license_url,
+                                                           data_files, croissant)))
+        _swap_in(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return ExportSummary(out=str(out), tasks=len(views), evidence=len(evidence), answers=counts["answers"],
+                         runs=counts["runs"], trajectories=counts["trajectories"], verdicts=counts["verdicts"],
+                         include_answers=include_answers, triples=report.triples, content_hash=digest,
+                         package_content_hash=manifest.content_hash,
+                         files={n: hashlib.sha256(d).hexdigest() for n, d in sorted(files.items())})
