@@ -50,7 +50,7 @@ class Tasks:
     """The package's tasks by what the model is shown of them (as in tests/compiler/test_agents.py)."""
 
     def __init__(self, pkg: Path) -> None:
-        from voe.compiler.package import load_package
+        from voe.artifacts.package import load_package
         from voe.replay.agent import task_text
 
         views, _, answers, _ = load_package(pkg)
@@ -85,9 +85,9 @@ def model(tasks: Tasks, delay: float = 0.0) -> Callable[[dict[str, Any], int], A
 
 
 def build_package(out: Path) -> Path:
-    from voe.compiler.package import compile_package
     from voe.graph import Graph
     from voe.ingest import ingest_paths
+    from voe.replay.admission import compile_package
 
     with Graph() as graph:
         graph.verify()

@@ -55,8 +55,8 @@ def median_rate(measure: Callable[[], int], repeat: int, before: Callable[[], ob
 def verification_rates(graph: Any, out: Path, answers: dict[str, Any], repeat: int) -> tuple[dict[str, float], int]:
     """Trajectories/s of a first `voe score` (write + verify in one transaction, the graph having forgotten the
     run), a re-score of the same files (the graph's copy kept), the verify query alone, and the in-process check
-    (compiler/verdict.py) of the same files."""
-    from voe.compiler.verdict import verdict
+    (voe/artifacts/verdict.py) of the same files."""
+    from voe.artifacts.verdict import verdict
     from voe.jsonl import read_jsonl
     from voe.verifiers.graph_verify import verdicts as graph_verdicts
     from voe.verifiers.graph_verify import verify_run
@@ -80,8 +80,8 @@ def verification_rates(graph: Any, out: Path, answers: dict[str, Any], repeat: i
 
 
 def scale(pkg: Path, out: Path, factor: int, graph: object) -> Path:
-    from voe.compiler.models import TaskAnswer, TaskView
-    from voe.compiler.package import _store, load_package
+    from voe.artifacts.package import TaskAnswer, TaskView, load_package
+    from voe.compiler.package import _store
 
     views, evidence, answers, manifest = load_package(pkg)
     out.mkdir(parents=True, exist_ok=True)
@@ -107,9 +107,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="measurements per case (the median is printed)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    from voe.compiler.package import compile_package, load_package
+    from voe.artifacts.package import load_package
     from voe.graph import Graph
     from voe.ingest import ingest_paths
+    from voe.replay.admission import compile_package
     from voe.replay.runner import run_policy
 
     print(f"# machine: {platform.node()} {platform.machine()} cores={os.cpu_count()} python={platform.python_version()}",

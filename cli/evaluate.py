@@ -192,9 +192,9 @@ def report_cmd(runs: tuple[Path, ...], out: Path, against: Path | None) -> None:
     Examples:
       voe report out/run-reference out/run-random --out out/report --against out/run-random
     """
+    from voe.artifacts.scores import load_scored
     from voe.verifiers.metrics import paired
     from voe.verifiers.report import NO_PLOTS, write_report
-    from voe.verifiers.score import load_scored
 
     scored = [load_scored(r) for r in runs]  # what `voe score` wrote: no Neo4j needed
     pairs = None

@@ -79,9 +79,10 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
       voe compile --out out/pkg --json
       voe compile --out out/pkg --archive ../shared/archives/mds2-4103
     """
-    from voe.compiler.package import compile_package, gate_table
+    from voe.compiler.package import gate_table
     from voe.graph import Graph
     from voe.ingest import ingest_paths
+    from voe.replay.admission import compile_package
 
     with Graph() as graph:
         graph.verify()
@@ -181,7 +182,7 @@ def import_package_cmd(crate: Path, out: Path) -> None:
     Examples:
       voe import-package out/crate-full --out out/pkg-again
     """
-    from voe.compiler.artifacts import load_package
+    from voe.artifacts.package import load_package
     from voe.export.rebuild import import_package
 
     import_package(crate, out)

@@ -16,10 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from voe.compiler.models import REQUEST_FOR_KIND, Action, Family, TaskAnswer, TaskView
+from voe.artifacts.package import REQUEST_FOR_KIND, Action, Family, TaskAnswer, TaskView
 from voe.ingest.defects import DefectKind
 from voe.llm import ChatClient, LLMError
-from voe.replay.env import ReplayEnv
 
 PROMPT_VERSION = 1
 TEMPLATE = "deterministic template (compiler/moments.py QUESTION)"
@@ -180,8 +179,9 @@ def menu_failures(framing: Framing, c: Candidate, known: set[str]) -> list[str]:
 
 
 def filter_failures(framing: Framing, c: Candidate, view: TaskView, answer: TaskAnswer, known: set[str],
-                    defect_ids: set[str]) -> list[str]:
-    """Each failure as `rule: detail`; empty means the framing may go to the judge (or be admitted)."""
+                    defect_ids: set[str], reference_path: Callable[[TaskView, TaskAnswer], str | None]) -> list[str]:
+    """Each failure as `rule: detail`; empty means the framing may go to the judge (or be admitted).
+    `reference_path` (compiler/admission.py) says why the reference does not play on the framed menu."""
     out = menu_failures(framing, c, known)
     text = normalise(" ".join([framing.title, framing.context, framing.question]))
     raw = " ".join([framing.title, framing.context, framing.question])
@@ -192,25 +192,8 @@ def filter_failures(framing: Framing, c: Candidate, view: TaskView, answer: Task
     artifacts += [a.value for a in Action if a not in REQUEST_FOR_KIND.values() and _has(text, a.value)]
     if artifacts:
         out.append(f"framing.answer_artifact: {sorted(set(artifacts))[:4]}")
-    if not out and (why := _replay(view, answer)):
+    if not out and (why := reference_path(view, answer)):
         out.append(f"replay.reference_path: {why}")
     return out
 
 
-def _replay(view: TaskView, answer: TaskAnswer) -> str | None:
-    """Play the reference path on the proposed menu: every request must be on it with its action, and the
-    terminal must come within the horizon."""
-    env = ReplayEnv({})
-    env.reset(view, "filter")
-    for step in answer.reference:
-        action = {"action": step.action.value}
-        if step.evidence_id:
-            action["evidence_id"] = step.evidence_id
-        else:
-            action["payload"] = list(step.payload or [])  # type: ignore[assignment]
-        rec, done = env.step(action)
-        if rec.outcome in ("off_menu", "parse_error", "duplicate"):
-            return f"step {rec.t} ({step.action.value}) is {rec.outcome} on this menu"
-        if done and rec.outcome != "terminal":
-            return f"the horizon ({view.horizon}) ends before the reference's terminal"
-    return None

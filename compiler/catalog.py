@@ -12,9 +12,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from voe.artifacts.package import EvidenceObject
 from voe.compiler.families import source_integrity
 from voe.compiler.families.calibration_sufficiency import calibrates, measurands, text_of
-from voe.compiler.models import EvidenceObject
 from voe.compiler.observations import observe
 from voe.graph import Graph
 from voe.ingest.defects import Decision, decision

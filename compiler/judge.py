@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from voe.compiler.models import EvidenceObject, TaskAnswer, TaskView
+from voe.artifacts.package import EvidenceObject, TaskAnswer, TaskView
 from voe.errors import VoeError
 from voe.llm import ChatClient, LLMError
 

@@ -35,7 +35,9 @@ from __future__ import annotations
 from itertools import zip_longest
 from typing import Any
 
+from voe.artifacts.package import REQUEST_FOR_KIND, REQUESTS, TERMINALS, Action, MenuEntry, ReferenceStep, TaskAnswer, TaskView
 from voe.compiler import families
+from voe.compiler.admission import Admission
 from voe.compiler.annotate import POOL_SIZE, Candidate, Framing
 from voe.compiler.catalog import (
     Catalog,
@@ -49,17 +51,7 @@ from voe.compiler.catalog import (
 from voe.compiler.catalog import h as _h
 from voe.compiler.families import Moment, Subject, missing_evidence
 from voe.compiler.families.base import Shape
-from voe.compiler.models import (
-    REQUEST_FOR_KIND,
-    REQUESTS,
-    TERMINALS,
-    Action,
-    MenuEntry,
-    ReferenceStep,
-    TaskAnswer,
-    TaskView,
-)
-from voe.compiler.select import probe_solver, select
+from voe.compiler.select import select
 from voe.graph import Graph
 
 MENU_SIZE = 6
@@ -127,8 +119,9 @@ def candidates(graph: Graph, cat: Catalog) -> list[Moment]:
     return out
 
 
-def find_moments(graph: Graph, cat: Catalog) -> list[Moment]:
-    return select(candidates(graph, cat), cat, probe_solver(cat, materialize))
+def find_moments(graph: Graph, cat: Catalog, admission: Admission) -> list[Moment]:
+    """The candidates the selection keeps, with the probes `admission` replays on each (compiler/select.py)."""
+    return select(candidates(graph, cat), cat, admission.solver(cat, materialize))
 
 
 def _release_rank(row: dict[str, Any]) -> int:

@@ -18,7 +18,7 @@ import hashlib
 import json
 from typing import Any
 
-from voe.compiler.models import EvidenceObject, ObservedFact
+from voe.artifacts.package import EvidenceObject, ObservedFact
 from voe.ingest.defects import STATED_AS_FACTS
 
 MAX_DESCRIPTION = 300

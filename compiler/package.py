@@ -21,14 +21,19 @@ from typing import Any
 from pydantic import BaseModel
 
 from voe import __version__
+from voe.artifacts.package import (
+    EvidenceObject,
+    GateReport,
+    Manifest,
+    TaskAnswer,
+    TaskView,
+)
+from voe.compiler.admission import Admission
 from voe.compiler.annotate import PROMPT_VERSION as ANNOTATOR_PROMPT_VERSION
 from voe.compiler.annotate import Annotator, Framing, filter_failures, menu_failures
-from voe.compiler.artifacts import load_package  # noqa: F401 - re-exported: readers of a package import it here too
 from voe.compiler.families import Moment, priority_order
-from voe.compiler.gate import GateReport, trim
 from voe.compiler.judge import CALIBRATION_TOLERANCE, CalibrationFailed, CalibrationResult, Judge, Verdict, judge_input
 from voe.compiler.judge import PROMPT_VERSION as JUDGE_PROMPT_VERSION
-from voe.compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
 from voe.compiler.moments import candidate, find_moments, load_catalog, materialize
 from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow
 from voe.ingest.loader import settle
@@ -86,9 +91,10 @@ class Audit:
                     f"{self.calibration.correct}/{self.calibration.cases} correct"}}
 
 
-def compile_package(graph: Graph, out: Path, annotator: Annotator | None = None,
+def compile_package(graph: Graph, out: Path, admission: Admission, annotator: Annotator | None = None,
                     judge: Judge | None = None, progress: Progress | None = None) -> CompileSummary:
-    """Compile the graph's decision moments into a package. `annotator` frames each moment (default: the
+    """Compile the graph's decision moments into a package, admitted and gated by `admission`
+    (compiler/admission.py; `voe compile` hands it voe.replay.admission's). `annotator` frames each moment (default: the
     deterministic template); a model's framings pass the deterministic filters and then, with `judge`, the
     calibrated judge. Raises CalibrationFailed (exit 1) before anything is written when the judge fails its
     calibration. `progress` (voe.progress) gets a message per stage and a bar over the moments framed and
@@ -107,9 +113,9 @@ def compile_package(graph: Graph, out: Path, annotator: Annotator | None = None,
                 f"{audit.calibration.cases} calibration cases (tolerance {CALIBRATION_TOLERANCE:.0%}): "
                 + ", ".join(audit.calibration.misclassified) + "; it is not used and nothing was compiled")
     cat = load_catalog(graph)
-    moments = find_moments(graph, cat)
+    moments = find_moments(graph, cat, admission)
     progress.say(f"{len(moments)} decision moments in {len({m.workflow for m in moments})} workflows")
-    pairs = _frame(moments, cat, annotator, judge, audit, progress)
+    pairs = _frame(moments, cat, annotator, judge, audit, progress, admission)
     seen: set[str] = set()
     views: list[TaskView] = []
     answers: list[TaskAnswer] = []
@@ -138,7 +144,7 @@ def compile_package(graph: Graph, out: Path, annotator: Annotator | None = None,
         answers.append(answer)
     rejected_moments += audit.rejected
     progress.say(f"release gate: {len(views)} tasks through the reference, the baselines and the probes")
-    views, gate, filtered = trim(views, cat.objects, {a.task_id: a for a in answers}, keep=_is_defect)
+    views, gate, filtered = admission.gate(views, cat.objects, {a.task_id: a for a in answers}, keep=_is_defect)
     kept_ids = {v.task_id for v in views}
     answers = [a for a in answers if a.task_id in kept_ids]
     order = sorted(range(len(views)), key=lambda i: views[i].task_id)
@@ -188,7 +194,7 @@ def compile_package(graph: Graph, out: Path, annotator: Annotator | None = None,
 
 
 def _frame(moments: list[Moment], cat: Any, annotator: Annotator, judge: Judge | None,
-           audit: Audit, progress: Progress) -> list[tuple[TaskView, TaskAnswer]]:
+           audit: Audit, progress: Progress, admission: Admission) -> list[tuple[TaskView, TaskAnswer]]:
     """Each moment framed by the annotator; a model framing that fails a filter or the judge is rejected (and
     noted); the template's framing goes straight on to the compiler's own admission checks."""
     candidates = [candidate(m, cat) for m in moments]
@@ -207,7 +213,7 @@ def _frame(moments: list[Moment], cat: Any, annotator: Annotator, judge: Judge |
                 continue
         view, answer = materialize(m, cat, f)
         failures = filter_failures(f, c, view, answer, known, {x for x in answer.source_facts if x.startswith(
-            "defect:")}) if annotator.model is not None else []
+            "defect:")}, admission.reference_path) if annotator.model is not None else []
         audit.note(c.moment_id, f, failures, view.task_id)
         if not failures:
             pairs.append((view, answer))

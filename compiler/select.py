@@ -27,17 +27,13 @@ Ties within a tier are broken by a hash of the subject: deterministic, and not b
 
 from __future__ import annotations
 
-import functools
 from collections import Counter, defaultdict
 from collections.abc import Callable
 
+from voe.artifacts.package import Action
+from voe.compiler.admission import PROBE_LIMIT, TEXT_LIMIT, Solver
 from voe.compiler.catalog import Catalog, extension, h, held, looks_odd
 from voe.compiler.families import Moment, priority_order
-from voe.compiler.gate import PROBE_LIMIT, TEXT_LIMIT, episode
-from voe.compiler.models import TERMINALS, Action, TaskAnswer, TaskView
-from voe.replay.env import ReplayEnv
-from voe.replay.probes import predicted
-from voe.replay.registry import specs
 
 FACT_CAP = 2
 
@@ -64,33 +60,6 @@ class _Picker:
         self.used.add(m.subject)
         self.uses.update(set(m.gold_facts))
         self.kept.append(m)
-
-
-Solver = Callable[[Moment], frozenset[str]]
-Materialize = Callable[[Moment, Catalog], tuple[TaskView, TaskAnswer]]
-
-
-def probe_solver(cat: Catalog, materialize: Materialize) -> Solver:
-    """The gated rule probes that are right on a candidate (replayed once on its template materialization), and
-    the constant classifiers ("always this class", with the payload the class takes): the floor every text
-    classifier of the gate starts from, held to the text limit."""
-    env = ReplayEnv(cat.objects)
-    probes = [(s.short, s.act) for s in specs("baseline", "probe") if s.gate == "limit"]
-    probes += [(f"always:{a.value}", predicted(a.value)) for a in TERMINALS]
-
-    @functools.cache
-    def solved(key: tuple[str, str, str]) -> frozenset[str]:
-        view, answer = materialize(by_key[key], cat)
-        return frozenset(name for name, act in probes if episode(env, view, answer, act))
-
-    by_key: dict[tuple[str, str, str], Moment] = {}
-
-    def solve(m: Moment) -> frozenset[str]:
-        key = (m.family.value, m.subject, m.shape)
-        by_key[key] = m
-        return solved(key)
-
-    return solve
 
 
 def limit(probe: str) -> float:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from voe.compiler.models import EvidenceObject, TaskView
+from voe.artifacts.package import EvidenceObject, TaskView
 
 WORD = re.compile(r"[a-z0-9]+")
 FOLDS = 5

@@ -13,8 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from voe.compiler.artifacts import load_package
-from voe.compiler.models import Manifest
+from voe.artifacts.package import Manifest, load_package
 from voe.errors import InputError, UsageError
 from voe.export.croissant import CONFORMS_TO as CROISSANT_CONFORMS_TO
 from voe.export.croissant import CROISSANT, JSONL, croissant_metadata

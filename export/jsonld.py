@@ -45,7 +45,7 @@ from pyld import jsonld  # type: ignore[import-untyped]
 from pyld.canon import URDNA2015  # type: ignore[import-untyped]
 from pyshacl import validate as shacl_validate
 
-from voe.compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
+from voe.artifacts.package import EvidenceObject, Manifest, TaskAnswer, TaskView
 from voe.errors import InputError, VoeError
 from voe.ingest import limits
 from voe.resources import data_path

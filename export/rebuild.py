@@ -20,7 +20,7 @@ import rdflib
 from rdflib.collection import Collection
 from rdflib.namespace import RDF, XSD
 
-from voe.compiler.models import EvidenceObject, Manifest, TaskAnswer, TaskView
+from voe.artifacts.package import EvidenceObject, Manifest, TaskAnswer, TaskView
 from voe.errors import InputError, VoeError
 from voe.export.jsonld import (
     ACT,

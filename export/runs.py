@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from voe.compiler.models import Manifest, TaskView
+from voe.artifacts.package import Manifest, TaskView
+from voe.artifacts.run import StepRecord, TrajectorySummary, read_steps
 from voe.errors import InputError
 from voe.export.jsonld import ID, action_iri, context, iri, package_iri, read_json, tree
 from voe.jsonl import read_jsonl
-from voe.replay.env import StepRecord, TrajectorySummary
-from voe.replay.runner import read_steps
 from voe.versions import RUN_SCHEMA_VERSION, check
 
 

@@ -15,10 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from voe.compiler.models import REQUESTS, TERMINALS, Action, TaskView
+from voe.artifacts.package import REQUESTS, TERMINALS, Action, TaskView
+from voe.artifacts.run import StepRecord, TrajectorySummary
 from voe.errors import UsageError
 from voe.llm import ChatClient, LLMError
-from voe.replay.env import ReplayEnv, StepRecord, TrajectorySummary
+from voe.replay.env import ReplayEnv
 
 PROMPT_VERSION = 1
 

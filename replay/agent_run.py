@@ -19,13 +19,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from voe.compiler.artifacts import load_package
-from voe.compiler.models import TaskView
+from voe.artifacts.package import TaskView, load_package
+from voe.artifacts.run import RunInfo, StepRecord, TrajectorySummary, write_run_files, write_run_schemas
 from voe.errors import UsageError, VoeError
 from voe.llm import Budget, BudgetExhausted, ChatClient, LLMError, Price, ResponseCache, Settings, default_cache_dir
 from voe.replay.agent import PROMPT_VERSION, Transcript, episode
-from voe.replay.env import ReplayEnv, StepRecord, TrajectorySummary
-from voe.replay.runner import RunInfo, write_run_files, write_run_schemas
+from voe.replay.env import ReplayEnv
 from voe.settings import settings as environment
 
 

@@ -10,59 +10,12 @@ three in a row end the episode as `duplicate_loop`) and `horizon_exhausted`.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field
-
-from voe.compiler.models import REQUESTS, TERMINALS, Action, EvidenceObject, TaskView
+from voe.artifacts.package import REQUESTS, TERMINALS, Action, EvidenceObject, TaskView
+from voe.artifacts.run import End, Outcome, StepRecord, TrajectorySummary
 
 DUPLICATE_LIMIT = 3
-
-
-Outcome = Literal["revealed", "unavailable", "duplicate", "parse_error", "off_menu", "terminal"]
-End = Literal["running", "terminal", "horizon_exhausted", "duplicate_loop"]  # running: not ended yet
-
-
-class StepLine(BaseModel):
-    """A line of a run's steps.jsonl: what the policy sent and how the environment classed it."""
-
-    trajectory_id: str
-    task_id: str
-    t: int
-    raw: Any
-    action: str | None = None
-    evidence_id: str | None = None
-    payload: list[str] | None = None
-    outcome: Outcome
-
-
-class StepRecord(StepLine):
-    """A step with what the environment showed; the observation goes to observations.jsonl (the verifier reads
-    steps.jsonl, which stays small: an observation is most of a step's bytes)."""
-
-    observation: dict[str, Any] = Field(default_factory=dict)
-
-
-class ObservationLine(BaseModel):
-    """A line of a run's observations.jsonl: the observation of one step that returned one."""
-
-    trajectory_id: str
-    t: int
-    observation: dict[str, Any]
-
-
-class TrajectorySummary(BaseModel):
-    trajectory_id: str
-    task_id: str
-    policy: str
-    pass_index: int
-    steps: int
-    requested: list[str]
-    terminal_class: str | None
-    payload: list[str]
-    end: End
-    plumbing: dict[str, int]
-    request_steps: int = 0  # every request action issued, duplicates and off-menu ones included
 
 
 class ReplayEnv:

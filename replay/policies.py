@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from voe.compiler.models import TERMINALS, Action, TaskAnswer, TaskView
+from voe.artifacts.package import TERMINALS, Action, TaskAnswer, TaskView
 from voe.replay.registry import register
 
 

@@ -1,6 +1,6 @@
 """Shortcut probes: cheap policies an adversary would try first. They see only the policy-visible task and
 the observations of what they request (never an answer), and the release gate keeps each far below the
-reference (compiler/gate.py).
+reference (replay/gate.py).
 
 - `named_item`      request the items the question names (and the menu's calibration artifacts); localize
                     those that are unavailable; else flag those whose facts disagree (a digest, size or
@@ -20,7 +20,7 @@ reference (compiler/gate.py).
 - `localize_all`    request everything, localize everything.
 - `escalate_all`    request everything, then abstain_or_escalate.
 - `text_nn`         text only: the terminal class of the nearest task by visible words, scored by
-                    leave-one-workflow-out cross-validation (compiler/gate.py), with the payload that class
+                    leave-one-workflow-out cross-validation (replay/gate.py), with the payload that class
                     takes (the subject for a flag or a localize, the named items for a submit).
 """
 
@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from voe.compiler.models import Action, TaskAnswer, TaskView
+from voe.artifacts.package import Action, TaskAnswer, TaskView
 from voe.ingest.media_types import mismatch, unusual
 from voe.replay.registry import Policy, register
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from voe.compiler.models import TaskAnswer, TaskView
+from voe.artifacts.package import TaskAnswer, TaskView
 from voe.errors import UsageError
 
 Policy = Callable[[TaskView, TaskAnswer, list[dict[str, Any]], random.Random], dict[str, Any]]

@@ -17,41 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
-from voe.compiler.artifacts import load_package
-from voe.compiler.models import TaskAnswer, TaskView
+from voe.artifacts.package import TaskAnswer, TaskView, load_package
+from voe.artifacts.run import RunInfo, StepWriter, TrajectorySummary, write_run_schemas
 from voe.errors import UsageError
-from voe.jsonl import read_jsonl
-from voe.replay.env import ObservationLine, ReplayEnv, StepLine, StepRecord, TrajectorySummary
+from voe.replay.env import ReplayEnv
 from voe.replay.policies import NO_ANSWER
 from voe.replay.registry import Policy, get
 from voe.replay.sealed import SealedPolicy, episode_seed
-from voe.versions import RUN_SCHEMA_VERSION, write_schemas
-
-
-class RunInfo(BaseModel):
-    schema_version: int = RUN_SCHEMA_VERSION  # voe/versions.py: readers refuse another
-    run_id: str
-    policy: str
-    passes: int
-    seed: int
-    package: str
-    content_hash: str
-    tasks: int
-    trajectories: int
-    seconds: float
-    # agent runs (replay/agent_run.py): the sampling settings, endpoint, tokens, cost and calls
-    settings: dict[str, Any] | None = None
-    base_url: str | None = None
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-    cost: float | None = None
-    calls: int | None = None
-    prompt_version: int | None = None
-    # python: policies (replay/sealed.py): "namespaces" (no network, the package and caches masked) or "process"
-    sealing: str | None = None
-
 
 UserPolicy = Callable[[TaskView, list[dict[str, Any]], random.Random], Any]
 
@@ -79,57 +51,6 @@ def python_policy(spec: str) -> Policy:
         return user(view, [dict(h) for h in history], rng)
 
     return act
-
-
-def write_run_schemas(out: Path) -> None:
-    """The JSON Schemas of run.json, steps.jsonl, observations.jsonl and trajectories.jsonl, in schema/."""
-    write_schemas(out, "run", (("run", RunInfo), ("step", StepLine), ("observation", ObservationLine),
-                               ("trajectory", TrajectorySummary)))
-
-
-class StepWriter:
-    """steps.jsonl and observations.jsonl, a line each per step as it happens (an observation only when the
-    step returned one)."""
-
-    def __init__(self, out: Path) -> None:
-        self._steps = (out / "steps.jsonl").open("w")
-        self._observations = (out / "observations.jsonl").open("w")
-
-    def write(self, rec: StepRecord) -> None:
-        line = rec.model_dump(mode="json")
-        observation = line.pop("observation")
-        self._steps.write(json.dumps(line, sort_keys=True) + "\n")
-        if observation:
-            self._observations.write(json.dumps({"trajectory_id": rec.trajectory_id, "t": rec.t,
-                                                 "observation": observation}, sort_keys=True) + "\n")
-
-    def close(self) -> None:
-        self._steps.close()
-        self._observations.close()
-
-    def __enter__(self) -> StepWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def write_run_files(out: Path, steps: list[StepRecord], summaries: list[TrajectorySummary]) -> None:
-    with StepWriter(out) as writer:
-        for rec in steps:
-            writer.write(rec)
-    (out / "trajectories.jsonl").write_text("".join(json.dumps(s.model_dump(), sort_keys=True) + "\n"
-                                                    for s in summaries))
-
-
-def read_steps(run_dir: Path) -> list[StepRecord]:
-    """A run's steps with their observations joined back (what export and the tests read)."""
-    seen: dict[tuple[str, int], dict[str, Any]] = {}
-    for row in read_jsonl(run_dir / "observations.jsonl"):
-        line = ObservationLine.model_validate(row)
-        seen[(line.trajectory_id, line.t)] = line.observation
-    return [StepRecord.model_validate({**row, "observation": seen.get((row["trajectory_id"], row["t"]), {})})
-            for row in read_jsonl(run_dir / "steps.jsonl")]
 
 
 def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy_fn: Policy | None = None,

@@ -33,7 +33,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from voe.compiler.models import TaskAnswer, TaskView
+from voe.artifacts.package import TaskAnswer, TaskView
 from voe.errors import UsageError, VoeError
 from voe.replay.sandbox import SYSTEM_PATH
 from voe.settings import passed_through
@@ -84,12 +84,11 @@ def _installed(path: Path) -> bool:
 
 
 def _code_dirs() -> tuple[list[Path], list[Path]]:
-    """voe's own packages the child imports (voe itself, voe.compiler.models, voe.replay.sealed_child), and the
-    folders they are in (in a source tree the stages are linked into voe/ from the folders beside it)."""
+    """voe's own packages the child imports (voe itself with voe.artifacts.package, voe.replay.sealed_child), and
+    the folders they are in (in a source tree the stages are linked into voe/ from the folders beside it)."""
     import voe
-    import voe.compiler
     import voe.replay
-    packages = sorted({Path(next(iter(m.__path__))).resolve() for m in (voe, voe.compiler, voe.replay)})
+    packages = sorted({Path(next(iter(m.__path__))).resolve() for m in (voe, voe.replay)})
     return packages, sorted({p.parent for p in packages})
 
 

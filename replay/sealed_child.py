@@ -26,7 +26,7 @@ def _jsonable(value: Any) -> Any:
 def main(argv: list[str]) -> int:
     spec = argv[0] if argv else ""
     module_name, _, attr = spec.partition(":")
-    from voe.compiler.models import TaskView  # the policy-visible model, nothing verifier-only
+    from voe.artifacts.package import TaskView  # the policy-visible model, nothing verifier-only
 
     out = sys.stdout
     sys.stdout = sys.stderr  # a policy's print() must not corrupt the protocol

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from voe.compiler.package import compile_package
 from voe.config import Neo4jSettings
 from voe.graph import Graph
 from voe.ingest import ingest_paths
+from voe.replay.admission import compile_package
 
 REPO = Path(__file__).resolve().parent.parent
 ARCHIVES = REPO.parent / "shared" / "archives"

@@ -57,8 +57,10 @@ def test_the_import_contracts_hold() -> None:
 
 @pytest.mark.parametrize(("module", "planted", "contract"), [
     ("voe/jsonl.py", "voe.cli.app", "the shared ground imports no stage"),
-    ("voe/ingest/ids.py", "voe.compiler.models", "stages: each imports only from the ones below it"),
+    ("voe/ingest/ids.py", "voe.compiler.moments", "stages: each imports only from the ones below it"),
     ("voe/replay/env.py", "voe.verifiers.metrics", "stages: each imports only from the ones below it"),
+    ("voe/compiler/families/missing_evidence.py", "voe.compiler.families.source_integrity",
+     "a task family is one module: no family imports another"),
 ])
 def test_the_contracts_catch_an_import_against_the_flow(tmp_path: Path, module: str, planted: str,
                                                         contract: str) -> None:
@@ -72,12 +74,16 @@ def test_the_contracts_catch_an_import_against_the_flow(tmp_path: Path, module: 
     assert contract in broken and planted in broken
 
 
-def test_the_ground_contract_names_every_module_of_the_shared_ground() -> None:
-    """A new module of voe's own (not a stage) is held to the contract as soon as it exists."""
-    ground = {f"voe.{p.stem}" for p in (REPO / "voe").glob("*.py") if p.stem != "__init__"}
+def test_the_contracts_name_every_module_of_the_shared_ground_and_every_family() -> None:
+    """A new module of voe's own (not a stage), or a new family, is held to the contracts as soon as it exists."""
+    ground = {f"voe.{p.stem}" for p in (REPO / "voe").glob("*.py") if p.stem != "__init__"} | {
+        f"voe.{p.name}" for p in (REPO / "voe").iterdir() if (p / "__init__.py").is_file() and not p.is_symlink()}
     [contract] = [c for c in _contracts() if c["type"] == "forbidden"]
     assert set(contract["source_modules"]) == ground  # type: ignore[arg-type]
     assert set(contract["forbidden_modules"]) == {f"voe.{s}" for s in STAGES}  # type: ignore[arg-type]
+    [families] = [c for c in _contracts() if c["type"] == "independence"]
+    modules = {f"voe.compiler.families.{p.stem}" for p in (REPO / "compiler" / "families").glob("*.py")}
+    assert set(families["modules"]) == modules - {"voe.compiler.families.__init__", "voe.compiler.families.base"}  # type: ignore[arg-type]
     [layers] = [c for c in _contracts() if c["type"] == "layers"]
     assert sorted(layers["layers"]) == sorted(f"voe.{s}" for s in STAGES)  # type: ignore[arg-type]
 

@@ -54,7 +54,7 @@ def test_installed_beside_packages_of_the_stage_names_both_stay_importable(wheel
     # the dev venv supplies voe's dependencies; the target comes first, so `voe` is the installed wheel's
     env = {**os.environ, "PYTHONPATH": str(target)}
     probe = ("import voe, verifiers, compiler, export, replay, ingest, cli\n"
-             "import voe.verifiers.metrics, voe.compiler.models, voe.cli.app\n"
+             "import voe.verifiers.metrics, voe.artifacts.package, voe.cli.app\n"
              "print(voe.__file__); print(verifiers.MARK, compiler.MARK, cli.MARK)\n")
     out = subprocess.run([sys.executable, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True,
                          timeout=120)

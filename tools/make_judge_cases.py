@@ -17,8 +17,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from voe.artifacts.package import load_package  # noqa: E402
 from voe.compiler.judge import CASES, judge_input  # noqa: E402
-from voe.compiler.package import load_package  # noqa: E402
 
 
 def main() -> None:

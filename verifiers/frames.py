@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from voe.artifacts.scores import load_scored
 from voe.errors import InputError, UsageError
-from voe.verifiers.score import load_scored
 
 
 def _pandas() -> Any:

@@ -14,23 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
-
 from voe import collector
+from voe.artifacts.scores import Verdict
 from voe.errors import InputError, OntologyViolation
 from voe.graph import Graph, GraphWriter, NodeRow
 from voe.jsonl import iter_jsonl, read_bytes
 from voe.ontology import Label, Rel
-
-
-class Verdict(BaseModel):
-    trajectory_id: str
-    task_id: str
-    action_valid: bool
-    payload_bound: bool
-    grounded: bool
-    valid: bool
-
 
 # the edges write_trajectories.cypher creates, checked against the ontology before anything is written
 WRITTEN_EDGES = ((Rel.IN_RUN, Label.TRAJECTORY, Label.RUN), (Rel.ATTEMPTS, Label.TRAJECTORY, Label.TASK),

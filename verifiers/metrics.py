@@ -70,8 +70,8 @@ import numpy as np
 from pydantic import BaseModel
 from scipy import stats
 
-from voe.compiler.models import Action, TaskAnswer
-from voe.verifiers.graph_verify import Verdict
+from voe.artifacts.package import Action, TaskAnswer
+from voe.artifacts.scores import TrajectoryScore, Verdict
 
 CODEBOOK = ["reference_path", "valid_inefficient_short", "valid_inefficient_extra", "payload_grounding_error",
             "over_abstain", "wrong_class_terminal", "over_submit", "parse_error", "off_menu", "duplicate_loop",
@@ -238,24 +238,6 @@ def clusters_of(tasks: dict[str, tuple[str, list[str]]]) -> dict[str, str]:
     for workflow, _ in sorted(tasks.values()):
         name.setdefault(find(workflow), workflow)
     return {t: name[find(wf)] for t, (wf, _) in tasks.items()}
-
-
-class TrajectoryScore(BaseModel):
-    trajectory_id: str
-    task_id: str
-    family: str
-    pass_index: int
-    valid: bool
-    action_valid: bool
-    requests: int
-    useful_requests: int
-    regret: int
-    cost_score: float
-    over_submit: bool
-    acquired_any: bool | None
-    acquired_all: bool | None
-    label: str
-    cluster: str = ""  # the unit of dependence for clustered intervals (clusters_of); "" = the task alone
 
 
 def score_trajectory(tr: dict[str, Any], verdict: Verdict, answer: TaskAnswer, horizon: int, *,

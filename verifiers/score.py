@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
-from voe.compiler.artifacts import load_package
+from voe.artifacts.package import load_package
+from voe.artifacts.scores import TrajectoryScore, file_sha256
 from voe.errors import InputError
 from voe.graph import Graph
 from voe.ingest.loader import settle
 from voe.jsonl import read_jsonl
 from voe.verifiers.graph_verify import verify_run
-from voe.verifiers.metrics import TrajectoryScore, clusters_of, score_trajectory, summarize
+from voe.verifiers.metrics import clusters_of, score_trajectory, summarize
 from voe.versions import RUN_SCHEMA_VERSION, SCORES_SCHEMA_VERSION, check, write_schemas
 
 
@@ -46,7 +46,7 @@ def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[Traject
     summary["run_id"] = info["run_id"]
     summary["schema_version"] = SCORES_SCHEMA_VERSION
     # what was scored: `voe report` reads the scores back only while the run is the one scored
-    summary["trajectories_sha256"] = _sha256(run_dir / "trajectories.jsonl")
+    summary["trajectories_sha256"] = file_sha256(run_dir / "trajectories.jsonl")
     if info.get("calls") is not None:  # an agent run: what it cost
         summary["usage"] = {k: info.get(k) for k in ("calls", "tokens_in", "tokens_out", "cost")}
     (run_dir / "scores.jsonl").write_text("".join(json.dumps(s.model_dump()) + "\n" for s in scores))
@@ -55,27 +55,3 @@ def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[Traject
     return summary, scores
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def load_scored(run_dir: Path) -> tuple[dict[str, Any], list[TrajectoryScore]]:
-    """The summary and per-trajectory scores `voe score` wrote into `run_dir`, with no Neo4j: `voe report` reads
-    these. Refused when the run was never scored, or changed since (its trajectories differ from the scored ones)."""
-    summary_path, scores_path = run_dir / "summary.json", run_dir / "scores.jsonl"
-    if not (run_dir / "run.json").is_file():
-        raise InputError("not a run folder (no run.json); create one with `voe run`", path=str(run_dir))
-    if not summary_path.is_file() or not scores_path.is_file():
-        raise InputError(f"the run is not scored yet; run `voe score {run_dir}` first", path=str(run_dir))
-    try:
-        summary = json.loads(summary_path.read_text())
-        scores = [TrajectoryScore.model_validate_json(line) for line in scores_path.read_text().splitlines() if line]
-    except ValueError as exc:  # JSON or validation: a damaged score file, not a crash
-        raise InputError(f"the scores are unreadable ({exc}); run `voe score {run_dir}` again", path=str(run_dir)) from exc
-    check("scores", summary.get("schema_version") if isinstance(summary, dict) else None, SCORES_SCHEMA_VERSION,
-          str(summary_path))
-    scored = summary.get("trajectories_sha256")
-    if scored != _sha256(run_dir / "trajectories.jsonl"):
-        why = "was scored by an older voe" if scored is None else "changed since it was scored"
-        raise InputError(f"the run {why}; run `voe score {run_dir}` again", path=str(run_dir))
-    return summary, scores

@@ -2,7 +2,7 @@
 
 A family module defines one or more rules (`@rule(family, name, rank)`: subject -> Moment, SKIP or None; the
 rules of every family form one chain by rank, the first that applies decides a subject), and one FamilySpec
-(its priority when two moments look alike, its cap group). Adding a family: a value in compiler.models.Family,
+(its priority when two moments look alike, its cap group). Adding a family: a value in voe.artifacts.package.Family,
 a module here listed in MODULES, and a query file under cypher/compiler/ when its moments rest on a graph fact
 the evidence catalog does not carry (the module names it as QUERY). tests/compiler/test_families.py checks that
 every Family has exactly one spec and at least one rule.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import importlib
 
+from voe.artifacts.package import Family
 from voe.compiler.families.base import _FAMILIES, _RULES, SKIP, FamilySpec, Moment, Rule, Skip, Subject
-from voe.compiler.models import Family
 
 MODULES = ("missing_evidence", "packet_submission", "source_integrity", "packet_escalation",
            "calibration_sufficiency")

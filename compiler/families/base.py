@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from voe.compiler.models import Action, Family
+from voe.artifacts.package import Action, Family
 
 if TYPE_CHECKING:
     from voe.compiler.catalog import Catalog

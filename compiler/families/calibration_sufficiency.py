@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from voe.artifacts.package import Family
 from voe.compiler.families.base import FamilySpec, Moment, Skip, Subject, family, rule, submit_packet
-from voe.compiler.models import Family
 
 # The measurands a text names: stems matched at word starts, each with the name it is reported under.
 MEASURANDS: dict[str, re.Pattern[str]] = {

@@ -5,8 +5,8 @@ it and the support."""
 
 from __future__ import annotations
 
+from voe.artifacts.package import Action, Family
 from voe.compiler.families.base import FamilySpec, Moment, Skip, Subject, family, rule
-from voe.compiler.models import Action, Family
 
 QUERY = "compiler/family_missing_evidence"
 

@@ -3,8 +3,8 @@ archive resolves: abstain_or_escalate, after pulling both."""
 
 from __future__ import annotations
 
+from voe.artifacts.package import Action, Family
 from voe.compiler.families.base import FamilySpec, Moment, Skip, Subject, family, rule
-from voe.compiler.models import Action, Family
 
 
 @rule(Family.PACKET_ESCALATION, "defective_support", rank=40)

@@ -6,8 +6,8 @@ archived subject with clean support."""
 
 from __future__ import annotations
 
+from voe.artifacts.package import Action, Family
 from voe.compiler.families.base import SKIP, FamilySpec, Moment, Skip, Subject, family, rule, submit_packet
-from voe.compiler.models import Action, Family
 
 
 def _rename_target(s: Subject) -> str | None:

@@ -4,8 +4,8 @@ its nearest evidence item): flag it, after pulling it."""
 
 from __future__ import annotations
 
+from voe.artifacts.package import Action, Family
 from voe.compiler.families.base import FamilySpec, Moment, Skip, Subject, family, rule
-from voe.compiler.models import Action, Family
 
 QUERY = "compiler/family_source_integrity"
 

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
+from voe.artifacts.package import Action, load_package
 from voe.compiler.annotate import TEMPLATE, VERDICT_WORDS, LLMAnnotator, filter_failures, normalise
 from voe.compiler.judge import CRITERIA, CalibrationFailed, Judge, load_cases
-from voe.compiler.models import Action
 from voe.compiler.moments import INSTRUCTIONS, candidate, find_moments, load_catalog, materialize
-from voe.compiler.package import compile_package, load_package
 from voe.graph import Graph
 from voe.ingest import ingest_paths
 from voe.llm import Budget, ChatClient, ResponseCache, Settings
 from voe.llm_server import LocalLLMServer, Reply
+from voe.replay.admission import ReplayAdmission, compile_package, reference_path
 
 SOURCES = ["mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template", "FACTS.md", "ambench-releases"]
 SECRET = "sk-annotator-5ecret"
@@ -104,7 +104,7 @@ def test_the_calibration_cases_are_real_tasks_and_each_reject_breaks_one_criteri
 
 def test_filters_reject_what_they_should(shared_graph: Graph) -> None:
     cat = load_catalog(shared_graph)
-    m = next(x for x in find_moments(shared_graph, cat) if x.family.value == "source_integrity")
+    m = next(x for x in find_moments(shared_graph, cat, ReplayAdmission()) if x.family.value == "source_integrity")
     c = candidate(m, cat)
     view, answer = materialize(m, cat)
     known = set(cat.rows)
@@ -112,7 +112,7 @@ def test_filters_reject_what_they_should(shared_graph: Graph) -> None:
 
     def rules(**change: Any) -> list[str]:
         framing = c.template.model_copy(update=change)
-        return [f.split(":", 1)[0] for f in filter_failures(framing, c, view, answer, known, defects)]
+        return [f.split(":", 1)[0] for f in filter_failures(framing, c, view, answer, known, defects, reference_path)]
 
     assert rules() == []
     assert rules(menu=[*c.binding, "ev:not/in/the/pool"]) == ["menu.outside_pool", "menu.unknown_ref"]
@@ -125,7 +125,7 @@ def test_filters_reject_what_they_should(shared_graph: Graph) -> None:
                  "Maybe flag_source_defect?", "Its Invalid-Checksum worries me."):
         assert rules(question=leak) == ["framing.answer_artifact"], leak
     short = view.model_copy(update={"horizon": 1})
-    assert [f.split(":")[0] for f in filter_failures(c.template, c, short, answer, known, defects)] == \
+    assert [f.split(":")[0] for f in filter_failures(c.template, c, short, answer, known, defects, reference_path)] == \
         ["replay.reference_path"]
 
 

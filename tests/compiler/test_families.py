@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib
 
 from voe import queries
+from voe.artifacts.package import Family
 from voe.compiler import families
 from voe.compiler.families import MODULES
-from voe.compiler.models import Family
 
 
 def test_every_family_has_one_spec_and_a_rule_and_nothing_else_registers() -> None:

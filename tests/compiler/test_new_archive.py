@@ -20,9 +20,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from voe.compiler.package import compile_package, gate_table, load_package
+from voe.artifacts.package import load_package
+from voe.compiler.package import gate_table
 from voe.graph import Graph
 from voe.ingest import ingest_paths
+from voe.replay.admission import compile_package
 
 DATAFILE = ["nrdp:DataFile", "nrdp:DownloadableFile", "dcat:Distribution"]
 CHECKSUM = ["nrdp:ChecksumFile", "nrdp:DownloadableFile", "dcat:Distribution"]

@@ -16,15 +16,16 @@ from typing import Any
 
 import pytest
 
-from voe.compiler.models import TaskAnswer, TaskView
-from voe.compiler.package import compile_package, load_package
-from voe.compiler.verdict import verdict
+from voe.artifacts.package import TaskAnswer, TaskView, load_package
+from voe.artifacts.run import read_steps
+from voe.artifacts.verdict import verdict
 from voe.graph import Graph
 from voe.ingest import ingest_paths
 from voe.ingest.defects import RULES, DefectKind
 from voe.jsonl import read_jsonl
+from voe.replay.admission import compile_package
 from voe.replay.registry import specs
-from voe.replay.runner import read_steps, run_policy
+from voe.replay.runner import run_policy
 from voe.verifiers.graph_verify import verdicts as graph_verdicts
 from voe.verifiers.graph_verify import verify_run
 from voe.verifiers.score import score_run
@@ -181,12 +182,13 @@ def test_menus_do_not_depend_on_the_family(compiled: dict[str, Any]) -> None:
     the visible order (as an adversary did with an earlier seed) recovers nothing."""
     from dataclasses import replace
 
-    from voe.compiler.models import Family
+    from voe.artifacts.package import Family
     from voe.compiler.moments import find_moments, load_catalog, materialize
+    from voe.replay.admission import ReplayAdmission
 
     graph: Graph = compiled["graph"]
     cat = load_catalog(graph)
-    for m in find_moments(graph, cat)[:12]:
+    for m in find_moments(graph, cat, ReplayAdmission())[:12]:
         menus = {tuple(e.evidence_id for e in materialize(replace(m, family=f), cat)[0].menu) for f in Family}
         assert len(menus) == 1, m.subject
 

@@ -22,8 +22,8 @@ from rdflib.compare import isomorphic
 from rdflib.namespace import RDF
 
 from tests.conftest import REPO
-from voe.compiler.models import EvidenceObject, ObservedFact, TaskAnswer
-from voe.compiler.package import load_package
+from voe.artifacts.package import EvidenceObject, ObservedFact, TaskAnswer, load_package
+from voe.artifacts.run import read_steps
 from voe.errors import InputError
 from voe.export.crate import ExportSummary, export_package
 from voe.export.croissant import CROISSANT
@@ -49,7 +49,7 @@ from voe.export.jsonld import (
 )
 from voe.export.rebuild import _evidence, _Reader, import_package
 from voe.graph import Graph
-from voe.replay.runner import read_steps, run_policy
+from voe.replay.runner import run_policy
 from voe.verifiers.score import score_run
 
 DATA_FILES = ("tasks.jsonl", "evidence.jsonl", "answers.jsonl", "manifest.json")

@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from voe.compiler.models import TaskAnswer, TaskView
-from voe.compiler.package import load_package
+from voe.artifacts.package import TaskAnswer, TaskView, load_package
 from voe.graph import Graph
 from voe.llm import Price, Settings
 from voe.llm_server import LocalLLMServer, Reply

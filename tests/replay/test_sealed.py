@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from voe.compiler.artifacts import load_package
+from voe.artifacts.package import load_package
 from voe.config import Neo4jSettings
 from voe.replay.runner import run_policy
 from voe.replay.sealed import namespaces_available

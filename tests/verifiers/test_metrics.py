@@ -6,11 +6,10 @@ import math
 
 import pytest
 
-from voe.compiler.models import Action, Family, ReferenceStep, TaskAnswer
-from voe.verifiers.graph_verify import Verdict
+from voe.artifacts.package import Action, Family, ReferenceStep, TaskAnswer
+from voe.artifacts.scores import TrajectoryScore, Verdict
 from voe.verifiers.metrics import (
     ZERO_WIDTH,
-    TrajectoryScore,
     cluster_bootstrap_ci,
     cluster_ci,
     cluster_se,

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from voe.artifacts.package import load_package
 from voe.browse import (
     GUIDE_PATH,
     STYLE_PATH,
@@ -22,10 +23,10 @@ from voe.browse import (
     query_text,
     style,
 )
-from voe.compiler.package import compile_package, load_package
 from voe.graph import Graph
 from voe.ingest import ingest_paths
 from voe.neo4j_server import LocalNeo4j
+from voe.replay.admission import compile_package
 from voe.replay.runner import run_policy
 from voe.verifiers.score import score_run
 

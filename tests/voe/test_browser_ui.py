@@ -15,10 +15,11 @@ from urllib.parse import urlparse
 import pytest
 
 from tests.conftest import IN_CI
+from voe.artifacts.package import load_package
 from voe.browse import browser_url, named_queries, query_text
-from voe.compiler.package import compile_package, load_package
 from voe.graph import Graph
 from voe.ingest import ingest_paths
+from voe.replay.admission import compile_package
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 

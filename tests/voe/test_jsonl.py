@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from voe import jsonl
-from voe.compiler.models import MenuEntry
+from voe.artifacts.package import MenuEntry
 from voe.errors import InputError
 from voe.jsonl import dump_models, read_jsonl
 

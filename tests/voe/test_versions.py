@@ -9,11 +9,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from voe.compiler.package import load_package
+from voe.artifacts.package import load_package
+from voe.artifacts.scores import load_scored
 from voe.errors import InputError
 from voe.graph import Graph
 from voe.replay.runner import run_policy
-from voe.verifiers.score import load_scored, score_run
+from voe.verifiers.score import score_run
 from voe.versions import PACKAGE_VERSION, RUN_SCHEMA_VERSION, SCORES_SCHEMA_VERSION
 
 

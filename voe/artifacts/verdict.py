@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from voe.compiler.models import TaskAnswer
+from voe.artifacts.package import TaskAnswer
 
 
 def verdict(terminal_class: str | None, payload: Iterable[str], requested: Iterable[str],

@@ -1,6 +1,6 @@
 """The release gate `voe compile` runs on every package (DESIGN §7): the reference, the null policies and
 the shortcut probes (replay/probes.py) replayed over every task, scored with the verifier's checks
-(compiler/verdict.py). Gate: the reference valid on every task; every null policy and probe (unheld_flag and
+(voe/artifacts/verdict.py). Gate: the reference valid on every task; every null policy and probe (unheld_flag and
 chained_rules among them), the subject's file extension alone (the majority class of other workflows' tasks
 with the same extension) and the metadata-only classifiers (compiler/shortcuts.py: held or not, extension,
 kind, media type, menu size and position; leave-one-workflow-out and 5-fold) at most PROBE_LIMIT of the
@@ -17,54 +17,22 @@ import random
 import re
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, PrivateAttr
-
-from voe.compiler.models import EvidenceObject, TaskAnswer, TaskView
+from voe.artifacts.package import EvidenceObject, GateKind, GateReport, GateRow, TaskAnswer, TaskView
+from voe.artifacts.verdict import verdict
+from voe.compiler.admission import PROBE_LIMIT, TEXT_LIMIT
 from voe.compiler.shortcuts import metadata_probes, text_probes
-from voe.compiler.verdict import verdict
 from voe.replay.env import ReplayEnv
 from voe.replay.policies import NO_ANSWER
 from voe.replay.probes import predicted
 from voe.replay.registry import Policy, specs
 
-PROBE_LIMIT = 0.5
-TEXT_LIMIT = 0.4
 FOLDS = 5
 WORD = re.compile(r"[a-z0-9]+")
 
 
-GateKind = Literal["reference", "null", "probe", "text_probe", "metadata_probe", "empty"]
 GATE_KIND: dict[str, GateKind] = {"reference": "reference", "baseline": "null", "probe": "probe"}  # by policy kind
-
-
-class GateRow(BaseModel):
-    policy: str
-    kind: GateKind
-    valid: int
-    tasks: int
-    rate: float
-    limit: float | None
-    passed: bool
-
-
-class GateReport(BaseModel):
-    passed: bool
-    rows: list[GateRow]
-    _solved: dict[str, set[str]] = PrivateAttr(default_factory=dict)  # probe -> the task ids it is right on
-
-    def solved(self, policy: str) -> set[str]:
-        return self._solved.get(policy, set())
-
-    def table(self) -> str:
-        lines = ["| policy | kind | valid | rate | limit | |", "|---|---|---|---|---|---|"]
-        for r in self.rows:
-            limit = ("all tasks" if r.kind == "reference" else "at least one" if r.kind == "empty"
-                     else "recorded" if r.limit is None else f"<= {r.limit:.0%}")
-            verdict_ = "-" if r.limit is None and r.kind not in ("reference", "empty") else "ok" if r.passed else "FAIL"
-            lines.append(f"| {r.policy} | {r.kind} | {r.valid}/{r.tasks} | {r.rate:.1%} | {limit} | {verdict_} |")
-        return "\n".join(lines)
 
 
 def episode(env: ReplayEnv, view: TaskView, answer: TaskAnswer, act: Policy, seed: int = 0,

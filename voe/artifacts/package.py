@@ -1,12 +1,19 @@
-"""Task package models. `TaskView` and `EvidenceObject` are what a policy may see; `TaskAnswer` is
-verifier-only and lives in a separate file of the package."""
+"""The task package (DESIGN §5): its models and its reader. `TaskView` and `EvidenceObject` are what a policy may
+see; `TaskAnswer` is verifier-only and lives in a separate file of the package. `load_package` reads a package
+folder without the compiler's imports (the graph driver among them), so that `voe run` starts in a fraction of
+a second."""
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+
+from voe.errors import InputError
+from voe.versions import PACKAGE_VERSION, check
 
 
 class Family(StrEnum):
@@ -130,3 +137,74 @@ class Manifest(BaseModel):
     files: dict[str, str]
     annotator: str = "deterministic template"
     gate: dict[str, Any] = Field(default_factory=dict)
+
+
+# the release gate as the manifest records it (DESIGN §7; voe.replay.gate runs it)
+GateKind = Literal["reference", "null", "probe", "text_probe", "metadata_probe", "empty"]
+
+
+class GateRow(BaseModel):
+    policy: str
+    kind: GateKind
+    valid: int
+    tasks: int
+    rate: float
+    limit: float | None
+    passed: bool
+
+
+class GateReport(BaseModel):
+    passed: bool
+    rows: list[GateRow]
+    _solved: dict[str, set[str]] = PrivateAttr(default_factory=dict)  # probe -> the task ids it is right on
+
+    def solved(self, policy: str) -> set[str]:
+        return self._solved.get(policy, set())
+
+    def table(self) -> str:
+        lines = ["| policy | kind | valid | rate | limit | |", "|---|---|---|---|---|---|"]
+        for r in self.rows:
+            limit = ("all tasks" if r.kind == "reference" else "at least one" if r.kind == "empty"
+                     else "recorded" if r.limit is None else f"<= {r.limit:.0%}")
+            verdict_ = "-" if r.limit is None and r.kind not in ("reference", "empty") else "ok" if r.passed else "FAIL"
+            lines.append(f"| {r.policy} | {r.kind} | {r.valid}/{r.tasks} | {r.rate:.1%} | {limit} | {verdict_} |")
+        return "\n".join(lines)
+
+
+def load_package(pkg: Path) -> tuple[list[TaskView], dict[str, EvidenceObject], dict[str, TaskAnswer], Manifest]:
+    """Read a package folder; anything missing or malformed is an InputError naming the file and line."""
+
+    def lines(name: str) -> list[dict[str, Any]]:
+        path = pkg / name
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text (byte {exc.start})", path=str(path)) from exc
+        except OSError as exc:
+            raise InputError(f"not a task package ({exc.strerror or exc}); create one with `voe compile`",
+                             path=str(path)) from exc
+        out = []
+        for n, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"line {n} is not JSON ({exc.msg})", path=str(path)) from exc
+        return out
+
+    manifest_path = pkg / "manifest.json"
+    try:  # the version first: a package of another version is refused as that, not as a schema mismatch
+        found = json.loads(manifest_path.read_text()).get("package_version")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise InputError(f"not a task package (no readable manifest.json: {exc}); create one with `voe compile`",
+                         path=str(manifest_path)) from exc
+    check("package", found, PACKAGE_VERSION, str(manifest_path))
+    try:
+        views = [TaskView.model_validate(x) for x in lines("tasks.jsonl")]
+        evidence = {x["evidence_id"]: EvidenceObject.model_validate(x) for x in lines("evidence.jsonl")}
+        answers = {x["task_id"]: TaskAnswer.model_validate(x) for x in lines("answers.jsonl")}
+        manifest = Manifest.model_validate_json((pkg / "manifest.json").read_text())
+    except (ValidationError, KeyError, OSError, TypeError, UnicodeDecodeError) as exc:
+        raise InputError(f"package files do not match the package schema: {str(exc).splitlines()[0]}",
+                         path=str(pkg)) from exc
+    return views, evidence, answers, manifest

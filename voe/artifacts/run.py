@@ -1,0 +1,135 @@
+"""A run folder (DESIGN §6): run.json, steps.jsonl (what the policy sent and how the environment classed it),
+observations.jsonl (what each request showed) and trajectories.jsonl (one summary per trajectory); their models,
+schemas, writer and reader."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from voe.jsonl import read_jsonl
+from voe.versions import RUN_SCHEMA_VERSION, write_schemas
+
+Outcome = Literal["revealed", "unavailable", "duplicate", "parse_error", "off_menu", "terminal"]
+
+
+End = Literal["running", "terminal", "horizon_exhausted", "duplicate_loop"]  # running: not ended yet
+
+
+class StepLine(BaseModel):
+    """A line of a run's steps.jsonl: what the policy sent and how the environment classed it."""
+
+    trajectory_id: str
+    task_id: str
+    t: int
+    raw: Any
+    action: str | None = None
+    evidence_id: str | None = None
+    payload: list[str] | None = None
+    outcome: Outcome
+
+
+class StepRecord(StepLine):
+    """A step with what the environment showed; the observation goes to observations.jsonl (the verifier reads
+    steps.jsonl, which stays small: an observation is most of a step's bytes)."""
+
+    observation: dict[str, Any] = Field(default_factory=dict)
+
+
+class ObservationLine(BaseModel):
+    """A line of a run's observations.jsonl: the observation of one step that returned one."""
+
+    trajectory_id: str
+    t: int
+    observation: dict[str, Any]
+
+
+class TrajectorySummary(BaseModel):
+    trajectory_id: str
+    task_id: str
+    policy: str
+    pass_index: int
+    steps: int
+    requested: list[str]
+    terminal_class: str | None
+    payload: list[str]
+    end: End
+    plumbing: dict[str, int]
+    request_steps: int = 0  # every request action issued, duplicates and off-menu ones included
+
+
+class RunInfo(BaseModel):
+    schema_version: int = RUN_SCHEMA_VERSION  # voe/versions.py: readers refuse another
+    run_id: str
+    policy: str
+    passes: int
+    seed: int
+    package: str
+    content_hash: str
+    tasks: int
+    trajectories: int
+    seconds: float
+    # agent runs (replay/agent_run.py): the sampling settings, endpoint, tokens, cost and calls
+    settings: dict[str, Any] | None = None
+    base_url: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost: float | None = None
+    calls: int | None = None
+    prompt_version: int | None = None
+    # python: policies (replay/sealed.py): "namespaces" (no network, the package and caches masked) or "process"
+    sealing: str | None = None
+
+
+def write_run_schemas(out: Path) -> None:
+    """The JSON Schemas of run.json, steps.jsonl, observations.jsonl and trajectories.jsonl, in schema/."""
+    write_schemas(out, "run", (("run", RunInfo), ("step", StepLine), ("observation", ObservationLine),
+                               ("trajectory", TrajectorySummary)))
+
+
+class StepWriter:
+    """steps.jsonl and observations.jsonl, a line each per step as it happens (an observation only when the
+    step returned one)."""
+
+    def __init__(self, out: Path) -> None:
+        self._steps = (out / "steps.jsonl").open("w")
+        self._observations = (out / "observations.jsonl").open("w")
+
+    def write(self, rec: StepRecord) -> None:
+        line = rec.model_dump(mode="json")
+        observation = line.pop("observation")
+        self._steps.write(json.dumps(line, sort_keys=True) + "\n")
+        if observation:
+            self._observations.write(json.dumps({"trajectory_id": rec.trajectory_id, "t": rec.t,
+                                                 "observation": observation}, sort_keys=True) + "\n")
+
+    def close(self) -> None:
+        self._steps.close()
+        self._observations.close()
+
+    def __enter__(self) -> StepWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_run_files(out: Path, steps: list[StepRecord], summaries: list[TrajectorySummary]) -> None:
+    with StepWriter(out) as writer:
+        for rec in steps:
+            writer.write(rec)
+    (out / "trajectories.jsonl").write_text("".join(json.dumps(s.model_dump(), sort_keys=True) + "\n"
+                                                    for s in summaries))
+
+
+def read_steps(run_dir: Path) -> list[StepRecord]:
+    """A run's steps with their observations joined back (what export and the tests read)."""
+    seen: dict[tuple[str, int], dict[str, Any]] = {}
+    for row in read_jsonl(run_dir / "observations.jsonl"):
+        line = ObservationLine.model_validate(row)
+        seen[(line.trajectory_id, line.t)] = line.observation
+    return [StepRecord.model_validate({**row, "observation": seen.get((row["trajectory_id"], row["t"]), {})})
+            for row in read_jsonl(run_dir / "steps.jsonl")]
