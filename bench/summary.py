@@ -1,5 +1,5 @@
 """Issue 13's figures from one run: start-up, ingest against its floor, peak memory, episodes/s and scoring,
-printed as the Markdown table README's "Benchmarks" section shows, each figure beside its aim.
+printed as the Markdown table docs/results/benchmarks.md shows, each figure beside its aim.
 
 Runs bench/cli.py, bench/ingest.py (generated records of 10k and 100k components, each as --repeat interleaved
 (voe, floor) pairs; with --long also 1M, for peak RSS) and bench/replay.py, each in its own process with --json,

@@ -9,7 +9,7 @@ refuses a chunk for memory). A chunked write is invisible until its last step:
 - a replacement (same record id, another stamp) writes the new version beside the old one, its
   record-owned nodes under `staged:` ids, while the old one stays `complete` and readable. The commit point,
   one transaction, marks the old Record `superseded` and the staged one `complete` with `swap: "deleting"`:
-  from then on a query that starts from complete Records (README's, the Browser's) finds the new version,
+  from then on a query that starts from complete Records (docs/guide/review.md's, the Browser's) finds the new version,
   whole. The swap then deletes the old version's nodes (`swap: "renaming"`), renames the staged ones to their
   real ids and drops `swap`. Readers that look nodes up by id (the compiler, the verifiers: `settle`) wait
   for a live swap and finish a dead one.

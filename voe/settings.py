@@ -1,4 +1,4 @@
-"""Every environment variable voe reads, in one place (pydantic-settings). README's configuration table is
+"""Every environment variable voe reads, in one place (pydantic-settings). docs/reference/configuration.md's table is
 tested against this class (tests/voe/test_settings.py): a variable is added here and there, or nowhere.
 
 Read through `settings()`, which parses the environment on each call (cheap; tests change the environment).

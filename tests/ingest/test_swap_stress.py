@@ -1,6 +1,6 @@
 """Concurrent ingests against one graph, for a few hundred rounds (issue 30, item 8): worker processes ingest
 records of their own for the first time and replace records they share, while writers are killed mid-swap
-and a reader polls README's Browser query. Every record an ingest reported written is there afterwards, whole;
+and a reader polls the Browser query of docs/guide/review.md. Every record an ingest reported written is there afterwards, whole;
 the reader never finds a shared record without exactly one complete, whole version. Every ingest and every
 reader finding is logged (the log is printed when the test fails)."""
 
@@ -56,7 +56,7 @@ def _worker(log: Path, folders: list[Path], uri: str, fault: str | None = None) 
 
 
 def _view(graph: Graph) -> dict[str, list[tuple[str, str, int]]]:
-    """README's Browser view of the records: per ark, the complete Records and how many components each has."""
+    """The Browser's view of the records (docs/guide/review.md): per ark, the complete Records and how many components each has."""
     seen: dict[str, list[tuple[str, str, int]]] = {}
     for r in rows(graph, "MATCH (r:Record {ingest_state: 'complete'}) OPTIONAL MATCH (r)-[:HAS_COMPONENT]->(c) "
                          "RETURN r.ark AS ark, r.id AS id, r.title AS title, count(c) AS n"):
@@ -88,7 +88,7 @@ def test_concurrent_ingests_lose_no_record_and_readers_never_see_a_hole(graph: G
     landed: set[str] = set()
 
     def read() -> None:
-        """README's query over and over. One Cypher read that overlaps a commit may see part of it (Neo4j reads
+        """That query over and over. One Cypher read that overlaps a commit may see part of it (Neo4j reads
         are read-committed: the old Record already superseded and the new not yet complete, or both); a hole is
         what two reads in a row find."""
         reads, before = 0, set()

@@ -1,4 +1,4 @@
-"""One settings object for every environment variable, and README's table says exactly which."""
+"""One settings object for every environment variable, and the configuration page's table says exactly which."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from voe.config import Neo4jSettings
 from voe.errors import UsageError
 from voe.settings import Settings, settings
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CONFIGURATION = Path(__file__).resolve().parents[2] / "docs" / "reference" / "configuration.md"
 SOURCE = Path(__file__).resolve().parents[2]
 
 
-def _readme_variables() -> set[str]:
-    text = README.read_text()
+def _documented_variables() -> set[str]:
+    text = CONFIGURATION.read_text()
     table = text[text.index("| variable | default | meaning |"):].split("\n\n", 1)[0]
     names: set[str] = set()
     for row in table.splitlines()[2:]:
@@ -24,8 +24,8 @@ def _readme_variables() -> set[str]:
     return names
 
 
-def test_readme_table_names_every_setting_and_nothing_else() -> None:
-    assert _readme_variables() == set(Settings.variables()) | {"VOE_LIMIT_<NAME>"}
+def test_the_configuration_table_names_every_setting_and_nothing_else() -> None:
+    assert _documented_variables() == set(Settings.variables()) | {"VOE_LIMIT_<NAME>"}
 
 
 def test_no_module_reads_the_environment_but_the_settings() -> None:
