@@ -87,7 +87,8 @@ def test_a_replacement_ends_as_a_direct_ingest_of_the_new_version(graph: Graph, 
 
 
 def browser_view(graph: Graph) -> list[tuple[str, str, int, int]]:
-    """What the Browser queries of docs/guide/review.md read: the complete Records, each with its components and their defects."""
+    """What the Browser queries of docs/guide/review.md read: the complete Records, each with its components and
+    their defects."""
     with graph._driver.session() as s:  # noqa: SLF001
         return sorted((r["ark"], r["title"], r["components"], r["defects"]) for r in s.run(
             "MATCH (r:Record {ingest_state: 'complete'}) OPTIONAL MATCH (r)-[:HAS_COMPONENT]->(c) "

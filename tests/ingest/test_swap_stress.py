@@ -1,7 +1,7 @@
 """Concurrent ingests against one graph, for a few hundred rounds (issue 30, item 8): worker processes ingest
 records of their own for the first time and replace records they share, while writers are killed mid-swap
-and a reader polls the Browser query of docs/guide/review.md. Every record an ingest reported written is there afterwards, whole;
-the reader never finds a shared record without exactly one complete, whole version. Every ingest and every
+and a reader polls the Browser query of docs/guide/review.md. Every record an ingest reported written is there
+afterwards, whole; the reader never finds a shared record without exactly one complete, whole version. Every ingest and every
 reader finding is logged (the log is printed when the test fails)."""
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def _worker(log: Path, folders: list[Path], uri: str, fault: str | None = None) 
 
 
 def _view(graph: Graph) -> dict[str, list[tuple[str, str, int]]]:
-    """The Browser's view of the records (docs/guide/review.md): per ark, the complete Records and how many components each has."""
+    """The Browser's view of the records (docs/guide/review.md): per ark, the complete Records and how many
+    components each has."""
     seen: dict[str, list[tuple[str, str, int]]] = {}
     for r in rows(graph, "MATCH (r:Record {ingest_state: 'complete'}) OPTIONAL MATCH (r)-[:HAS_COMPONENT]->(c) "
                          "RETURN r.ark AS ark, r.id AS id, r.title AS title, count(c) AS n"):
