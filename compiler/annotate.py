@@ -22,7 +22,6 @@ from voe.llm import ChatClient, LLMError
 
 PROMPT_VERSION = 1
 TEMPLATE = "deterministic template (compiler/moments.py QUESTION)"
-POOL_SIZE = 12  # the candidates a model may choose distractors from (the binding items come on top)
 
 
 class Framing(BaseModel):

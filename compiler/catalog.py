@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from voe.artifacts.package import EvidenceObject
-from voe.compiler.families import source_integrity
 from voe.compiler.families.calibration_sufficiency import calibrates, measurands, text_of
 from voe.compiler.observations import observe
 from voe.graph import Graph
@@ -23,6 +22,7 @@ from voe.ingest.media_types import unusual
 README_RE = re.compile(r"read_?me", re.I)
 # a script that plots or processes a calibration is software, not the calibration (Beam Profile Imaging.ipynb)
 CODE_RE = re.compile(r"\.(ipynb|py|m|r|jl|sh|bat|ps1|c|cpp|java|js)$", re.I)
+DEFECTS_QUERY = "compiler/defects_by_evidence"  # each defect with the evidence objects on its folder chain
 
 
 def h(*parts: str) -> str:
@@ -99,7 +99,7 @@ def _bind_defects(graph: Graph, cat: Catalog) -> tuple[dict[str, list[str]], set
     tools (a parser that failed, a budget) is undecided."""
     nearest: dict[str, dict[str, Any]] = {}
     undecided: set[str] = set()
-    for r in graph.query(source_integrity.QUERY):
+    for r in graph.query(DEFECTS_QUERY):
         if r["evidence_id"] not in cat.rows:
             continue
         best = nearest.get(r["defect_id"])

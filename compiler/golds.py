@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from voe.compiler import families
-from voe.compiler.select import FACT_CAP
+from voe.compiler.caps import DEFAULT
 from voe.ingest.defects import GOLDS, HARD_NEGATIVES, RULES, Decision
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "golds.md"
@@ -57,15 +57,21 @@ def table() -> str:
               "among them, so that \"stop at anything odd\" fails.", "",
               "| fact | why it is fine |", "|---|---|"]
     lines += [f"| {_cell(what)} | {_cell(why)} |" for what, why in HARD_NEGATIVES]
+    lines += ["", "## The families", "",
+              "One module each (`compiler/families/`); when two moments look the same to a policy, the family "
+              "of lower priority keeps it.", "",
+              "| priority | family | what it decides | graph query |", "|---|---|---|---|"]
+    for spec in families.specs():
+        query = f"`cypher/{spec.query}.cypher`" if spec.query else "the evidence catalog"
+        lines.append(f"| {spec.priority} | `{spec.family.value}` | {_cell(spec.doc.split(':', 1)[1])} | {query} |")
     lines += ["", "## The families' rules, in the order they decide a packet", "",
-              "Every packet (a subject and what it rests on) goes down this chain; the first rule that applies "
-              "decides its gold.", "",
-              "| rank | family | rule | gold | when |", "|---|---|---|---|---|"]
-    for r in families.rules():
-        lines.append(f"| {r.rank} | `{r.family.value}` | `{r.name}` | {_gold(r.family.value, r.name)} | "
-                     f"{_cell(r.doc)} |")
+              "Every packet (a subject and what it rests on) goes down this chain (`CHAIN` in "
+              "`compiler/families/__init__.py`); the first rule that applies decides its gold.", "",
+              "| # | family | rule | gold | when |", "|---|---|---|---|---|"]
+    for n, r in enumerate(families.rules(), start=1):
+        lines.append(f"| {n} | `{r.family.value}` | `{r.name}` | {r.gold} | {_cell(r.doc)} |")
     lines += ["", "## Which packets become tasks", "",
-              f"- At most {FACT_CAP} tasks rest on one gold fact (a defect of one item, one changelog statement, "
+              f"- At most {DEFAULT.fact} tasks rest on one gold fact (a defect of one item, one changelog statement, "
               "one gap, one clean subject, one calibration); every task records its facts (`gold_facts` in "
               "answers.jsonl) and the manifest counts them. A subject is one task.",
               "- A rename, correction or removal is a gold only where a changelog of that release states it "
@@ -79,19 +85,6 @@ def table() -> str:
               "(`counts.families_absent`).", ""]
     return "\n".join(lines)
 
-
-def _gold(family: str, rule: str) -> str:
-    if family == "source_integrity":
-        return "flag_source_defect [subject]"
-    if family == "missing_evidence":
-        return "localize_missing_evidence [subject]"
-    if family == "packet_escalation":
-        return "abstain_or_escalate"
-    if rule == "renamed":
-        return "submit_risk_packet [renamed file, support]"
-    if family == "calibration_sufficiency":
-        return "submit_risk_packet [subject, support, calibration]"
-    return "submit_risk_packet [subject, support]"
 
 
 def main(argv: list[str]) -> int:

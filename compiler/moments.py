@@ -1,8 +1,8 @@
 """Decision moments -> realized-only tasks.
 
-The catalog query (cypher/compiler/evidence_catalog.cypher) gathers every item's facts; the gap and defect
-queries (cypher/compiler/family_missing_evidence.cypher, family_source_integrity.cypher) find the moments
-whose call rests on a graph fact. Nothing is invented: an item with no acquisition path answers
+The catalog query (cypher/compiler/evidence_catalog.cypher) gathers every item's facts and the defects behind
+each (defects_by_evidence.cypher); a family whose call rests on another graph fact names its query in its spec
+(missing_evidence: the gaps), run here once per compile. Nothing is invented: an item with no acquisition path answers
 `unavailable`, and what a request returns is compiler/observations.py's statement of the archive's facts.
 
 A task is a packet: a subject item and what the packet is to rest on (its support), named in the question.
@@ -10,19 +10,8 @@ A subject has up to three packets, by what they rest on (`Shape`): the subject a
 workflow's readme (for a release-note item, the changelog of that release); and the subject with its readme
 and the calibration the archive names for its measurement (compiler/families/calibration_sufficiency.py), which
 the question leaves to the agent to find. Each packet goes through the families' chain of rules
-(compiler/families/); the first rule that applies decides its gold:
-
-  missing_evidence         the subject is a gap: a file a release removed, as its changelog states, or a file
-                           a checksum file of the record attests and the record does not list: localize it
-  packet_submission        the subject was renamed by a release, as its changelog states: submit the renamed
-  (renamed)                file with the support (the name is gone, the content is not)
-  source_integrity         the subject (or a file inside it) has a defect that breaks provenance or
-                           checkability (ingest/defects.py GOLDS): flag it, after pulling it
-  packet_escalation        the subject is clean but an item the packet rests on has such a defect:
-                           abstain_or_escalate, after pulling both
-  calibration_sufficiency  clean subject, clean calibration named by the archive: submit all of it
-  packet_submission        a release's stated correction, or a clean subject and support: submit the packet
-  (corrected, clean)
+(compiler/families/, CHAIN); the first rule that applies decides its gold. docs/golds.md, generated from
+the families' specs and the chain, lists the families and the rules in order with what each decides.
 
 Which packets become tasks is compiler/select.py's choice: at most two tasks rest on one fact of the archive,
 one task a subject, and clean submissions are kept to the package's class balance, chosen to contrast the
@@ -38,7 +27,8 @@ from typing import Any
 from voe.artifacts.package import REQUEST_FOR_KIND, REQUESTS, TERMINALS, Action, MenuEntry, ReferenceStep, TaskAnswer, TaskView
 from voe.compiler import families
 from voe.compiler.admission import Admission
-from voe.compiler.annotate import POOL_SIZE, Candidate, Framing
+from voe.compiler.annotate import Candidate, Framing
+from voe.compiler.caps import DEFAULT, Caps
 from voe.compiler.catalog import (
     Catalog,
     calibrators,
@@ -49,12 +39,11 @@ from voe.compiler.catalog import (
     workflow_key,
 )
 from voe.compiler.catalog import h as _h
-from voe.compiler.families import Moment, Subject, missing_evidence
+from voe.compiler.families import Moment, Subject
 from voe.compiler.families.base import Shape
 from voe.compiler.select import select
 from voe.graph import Graph
 
-MENU_SIZE = 6
 SUBJECT_KINDS = ("characterization", "process_record")
 __all__ = ["Catalog", "load_catalog", "workflow_key", "find_moments", "candidate", "materialize", "question_of"]
 
@@ -102,14 +91,15 @@ def candidates(graph: Graph, cat: Catalog) -> list[Moment]:
     """Every packet of every subject item through the families' chain of rules: the first rule that applies
     decides its moment, or that it has none."""
     out: list[Moment] = []
-    gaps = frozenset(r["evidence_id"] for r in graph.query(missing_evidence.QUERY) if r["evidence_id"] in cat.rows)
+    found = {s.family: frozenset(r["evidence_id"] for r in graph.query(s.query) if r["evidence_id"] in cat.rows)
+             for s in families.specs() if s.query is not None}
     chain = families.rules()
     release_seen: set[tuple[str, str]] = set()
     for e in sorted(cat.rows, key=lambda x: (-_release_rank(cat.rows[x]), x)):
         if not is_subject(cat, e, release_seen):
             continue
         for shape, support, cal in packets(cat, e):
-            subject = Subject(cat, e, cat.workflow_of[e], support, gaps, shape, tuple(cal))
+            subject = Subject(cat, e, cat.workflow_of[e], support, found, shape, tuple(cal))
             for r in chain:
                 decided = r.match(subject)
                 if decided is not None:
@@ -119,9 +109,12 @@ def candidates(graph: Graph, cat: Catalog) -> list[Moment]:
     return out
 
 
-def find_moments(graph: Graph, cat: Catalog, admission: Admission) -> list[Moment]:
+def find_moments(graph: Graph, cat: Catalog, admission: Admission, caps: Caps = DEFAULT) -> list[Moment]:
     """The candidates the selection keeps, with the probes `admission` replays on each (compiler/select.py)."""
-    return select(candidates(graph, cat), cat, admission.solver(cat, materialize))
+    def framed(m: Moment, c: Catalog) -> tuple[TaskView, TaskAnswer]:
+        return materialize(m, c, caps=caps)
+
+    return select(candidates(graph, cat), cat, admission.solver(cat, framed), caps)
 
 
 def _release_rank(row: dict[str, Any]) -> int:
@@ -166,7 +159,7 @@ def moment_id(m: Moment) -> str:
     return f"moment:{_h(m.family.value, m.subject, m.shape)[:16]}"
 
 
-def candidate(m: Moment, cat: Catalog) -> Candidate:
+def candidate(m: Moment, cat: Catalog, caps: Caps = DEFAULT) -> Candidate:
     """The moment as an annotator sees it: workflow, subject, support, the item pool with the facts a request
     would return for each, and the template's framing and menu. Nothing verifier-only (family, gold, defects)."""
     # Menu choice and order are seeded by what the policy sees (workflow and subject) and nothing else: a
@@ -180,11 +173,11 @@ def candidate(m: Moment, cat: Catalog) -> Candidate:
     odd_first = sorted((e for e in pool if e in odd), key=lambda e: _h(seed, e))
     plain = sorted((e for e in pool if e not in odd), key=lambda e: _h(seed, e))
     pool = [e for pair in zip_longest(odd_first, plain) for e in pair if e is not None]
-    default = binding + pool[: max(0, MENU_SIZE - len(binding))]
+    default = binding + pool[: max(0, caps.menu - len(binding))]
     template = Framing(title="", context=FRAMING.format(workflow=cat.workflows[m.workflow],
                                                        subject=_about(cat, m.subject), support=_support_clause(cat, m)),
                        question="", menu=default)
-    offered = binding + pool[:POOL_SIZE]
+    offered = binding + pool[:caps.pool]
 
     def item(e: str) -> dict[str, Any]:
         obj = cat.objects[e]
@@ -203,8 +196,9 @@ def question_of(framing: Framing) -> str:
     return " ".join(x for x in (framing.title, framing.context, framing.question) if x) + INSTRUCTIONS
 
 
-def materialize(m: Moment, cat: Catalog, framing: Framing | None = None) -> tuple[TaskView, TaskAnswer]:
-    c = candidate(m, cat)
+def materialize(m: Moment, cat: Catalog, framing: Framing | None = None,
+                caps: Caps = DEFAULT) -> tuple[TaskView, TaskAnswer]:
+    c = candidate(m, cat, caps)
     framing = framing or c.template
     seed = _h(m.workflow, m.subject)
     binding = c.binding

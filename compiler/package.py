@@ -31,6 +31,7 @@ from voe.artifacts.package import (
 from voe.compiler.admission import Admission
 from voe.compiler.annotate import PROMPT_VERSION as ANNOTATOR_PROMPT_VERSION
 from voe.compiler.annotate import Annotator, Framing, filter_failures, menu_failures
+from voe.compiler.caps import DEFAULT, Caps
 from voe.compiler.families import Moment, priority_order
 from voe.compiler.judge import CALIBRATION_TOLERANCE, CalibrationFailed, CalibrationResult, Judge, Verdict, judge_input
 from voe.compiler.judge import PROMPT_VERSION as JUDGE_PROMPT_VERSION
@@ -92,7 +93,8 @@ class Audit:
 
 
 def compile_package(graph: Graph, out: Path, admission: Admission, annotator: Annotator | None = None,
-                    judge: Judge | None = None, progress: Progress | None = None) -> CompileSummary:
+                    judge: Judge | None = None, progress: Progress | None = None,
+                    caps: Caps = DEFAULT) -> CompileSummary:
     """Compile the graph's decision moments into a package, admitted and gated by `admission`
     (compiler/admission.py; `voe compile` hands it voe.replay.admission's). `annotator` frames each moment (default: the
     deterministic template); a model's framings pass the deterministic filters and then, with `judge`, the
@@ -113,9 +115,9 @@ def compile_package(graph: Graph, out: Path, admission: Admission, annotator: An
                 f"{audit.calibration.cases} calibration cases (tolerance {CALIBRATION_TOLERANCE:.0%}): "
                 + ", ".join(audit.calibration.misclassified) + "; it is not used and nothing was compiled")
     cat = load_catalog(graph)
-    moments = find_moments(graph, cat, admission)
+    moments = find_moments(graph, cat, admission, caps)
     progress.say(f"{len(moments)} decision moments in {len({m.workflow for m in moments})} workflows")
-    pairs = _frame(moments, cat, annotator, judge, audit, progress, admission)
+    pairs = _frame(moments, cat, annotator, judge, audit, progress, admission, caps)
     seen: set[str] = set()
     views: list[TaskView] = []
     answers: list[TaskAnswer] = []
@@ -194,10 +196,10 @@ def compile_package(graph: Graph, out: Path, admission: Admission, annotator: An
 
 
 def _frame(moments: list[Moment], cat: Any, annotator: Annotator, judge: Judge | None,
-           audit: Audit, progress: Progress, admission: Admission) -> list[tuple[TaskView, TaskAnswer]]:
+           audit: Audit, progress: Progress, admission: Admission, caps: Caps) -> list[tuple[TaskView, TaskAnswer]]:
     """Each moment framed by the annotator; a model framing that fails a filter or the judge is rejected (and
     noted); the template's framing goes straight on to the compiler's own admission checks."""
-    candidates = [candidate(m, cat) for m in moments]
+    candidates = [candidate(m, cat, caps) for m in moments]
     with progress.bar("frame", len(candidates), "moments") as bar:
         framings = annotator.annotate(candidates, done=bar.advance)
     known = set(cat.rows)
@@ -211,7 +213,7 @@ def _frame(moments: list[Moment], cat: Any, annotator: Annotator, judge: Judge |
             if early := menu_failures(f, c, known):
                 audit.note(c.moment_id, f, early)
                 continue
-        view, answer = materialize(m, cat, f)
+        view, answer = materialize(m, cat, f, caps)
         failures = filter_failures(f, c, view, answer, known, {x for x in answer.source_facts if x.startswith(
             "defect:")}, admission.reference_path) if annotator.model is not None else []
         audit.note(c.moment_id, f, failures, view.task_id)

@@ -2,8 +2,8 @@
 the archive, every defect kept, and the rest chosen so that no cheap rule answers the package.
 
 1. Defects. Every packet that rests on a defect (a flag, an escalation) is kept, the item's own task first,
-   until the defect carries FACT_CAP tasks: a real defect is never dropped for balance.
-2. The rest, in this order of preference, each subject once and each fact at most FACT_CAP times:
+   until the defect carries `caps.fact` tasks (compiler/caps.py): a real defect is never dropped for balance.
+2. The rest, in this order of preference, each subject once and each fact at most `caps.fact` times:
    - packets a rule cannot answer from an item's status or looks: a stated rename (the name is unavailable, the
      content is not), a calibration the question leaves to the agent, a stated correction (two release hashes
      that disagree and are fine);
@@ -32,10 +32,9 @@ from collections.abc import Callable
 
 from voe.artifacts.package import Action
 from voe.compiler.admission import PROBE_LIMIT, TEXT_LIMIT, Solver
+from voe.compiler.caps import DEFAULT, Caps
 from voe.compiler.catalog import Catalog, extension, h, held, looks_odd
 from voe.compiler.families import Moment, priority_order
-
-FACT_CAP = 2
 
 
 def budgeted(m: Moment) -> bool:
@@ -48,13 +47,14 @@ def is_defect(m: Moment) -> bool:
 
 
 class _Picker:
-    def __init__(self) -> None:
+    def __init__(self, caps: Caps) -> None:
+        self.caps = caps
         self.used: set[str] = set()
         self.uses: Counter[str] = Counter()
         self.kept: list[Moment] = []
 
     def fits(self, m: Moment) -> bool:
-        return m.subject not in self.used and all(self.uses[f] < FACT_CAP for f in m.gold_facts)
+        return m.subject not in self.used and all(self.uses[f] < self.caps.fact for f in m.gold_facts)
 
     def keep(self, m: Moment) -> None:
         self.used.add(m.subject)
@@ -87,9 +87,9 @@ class _Filter:
         self.right.update(self.solve(m))
 
 
-def select(candidates: list[Moment], cat: Catalog, solve: Solver) -> list[Moment]:
+def select(candidates: list[Moment], cat: Catalog, solve: Solver, caps: Caps = DEFAULT) -> list[Moment]:
     order = {f: i for i, f in enumerate(priority_order())}
-    pick = _Picker()
+    pick = _Picker(caps)
     tally = _Filter(solve)
 
     shapes: Counter[tuple[str, str]] = Counter()  # (class, shape) of the tasks kept so far

@@ -13,6 +13,7 @@ from voe.artifacts.package import TERMINALS, EvidenceObject, GateReport, TaskAns
 from voe.compiler import package as compiler_package
 from voe.compiler.admission import Materialize, Solver
 from voe.compiler.annotate import Annotator
+from voe.compiler.caps import DEFAULT, Caps
 from voe.compiler.catalog import Catalog
 from voe.compiler.families import Moment
 from voe.compiler.judge import Judge
@@ -81,8 +82,8 @@ class ReplayAdmission:
 
 
 def compile_package(graph: Graph, out: Path, annotator: Annotator | None = None, judge: Judge | None = None,
-                    progress: Progress | None = None) -> compiler_package.CompileSummary:
+                    progress: Progress | None = None, caps: Caps = DEFAULT) -> compiler_package.CompileSummary:
     """`voe compile`: the graph's decision moments into a package, admitted by replay and gated
     (voe.compiler.package.compile_package, which says what each argument does)."""
     return compiler_package.compile_package(graph, out, ReplayAdmission(), annotator=annotator, judge=judge,
-                                            progress=progress)
+                                            progress=progress, caps=caps)

@@ -1,39 +1,61 @@
 """Task families, one module each (sqlglot-dialect style: a module registers its rules and its spec on import).
 
-A family module defines one or more rules (`@rule(family, name, rank)`: subject -> Moment, SKIP or None; the
-rules of every family form one chain by rank, the first that applies decides a subject), and one FamilySpec
-(its priority when two moments look alike, its cap group). Adding a family: a value in voe.artifacts.package.Family,
-a module here listed in MODULES, and a query file under cypher/compiler/ when its moments rest on a graph fact
-the evidence catalog does not carry (the module names it as QUERY). tests/compiler/test_families.py checks that
-every Family has exactly one spec and at least one rule.
+A family module defines its rules (`@rule(family, name, gold=...)`: subject -> Moment, SKIP or None) and one
+FamilySpec (its priority when two moments look alike, the items a localize may name, the query whose rows its
+rules read). CHAIN below is the one place the rules are ordered: every packet goes down it and the first rule
+that applies decides the packet. Adding a family: a value in voe.artifacts.package.Family, a module here, its
+rules in CHAIN, and a query file under cypher/compiler/ when its moments rest on a graph fact the evidence
+catalog does not carry (named as its spec's `query`). tests/compiler/test_families.py checks that every Family
+has exactly one spec and every registered rule is in CHAIN once; docs/golds.md's tables of families and rules
+are generated from the specs and CHAIN (python -m voe.compiler.golds).
 """
 
 from __future__ import annotations
 
-import importlib
-
 from voe.artifacts.package import Family
+from voe.compiler.families import (
+    calibration_sufficiency,
+    missing_evidence,
+    packet_escalation,
+    packet_submission,
+    source_integrity,
+)
 from voe.compiler.families.base import _FAMILIES, _RULES, SKIP, FamilySpec, Moment, Rule, Skip, Subject
 
-MODULES = ("missing_evidence", "packet_submission", "source_integrity", "packet_escalation",
-           "calibration_sufficiency")
-
-for _name in MODULES:
-    importlib.import_module(f"voe.compiler.families.{_name}")
+CHAIN: tuple[Rule, ...] = (
+    missing_evidence.removed,  # a gap decides before anything else: the item cannot be had
+    packet_submission.renamed,  # a stated rename: the name is gone, the content is not
+    source_integrity.defective,
+    packet_escalation.defective_support,
+    calibration_sufficiency.calibrated,
+    packet_submission.corrected,
+    packet_submission.clean,
+)
 
 
 def rules() -> list[Rule]:
-    """The chain, by rank."""
-    return sorted(_RULES, key=lambda r: r.rank)
+    """The chain, in order."""
+    return list(CHAIN)
+
+
+def registered() -> list[Rule]:
+    """Every rule a family module registered (CHAIN must hold each once)."""
+    return list(_RULES.values())
 
 
 def spec(family: Family) -> FamilySpec:
     return _FAMILIES[family]
 
 
+def specs() -> list[FamilySpec]:
+    """Every family's spec, in priority order."""
+    return sorted(_FAMILIES.values(), key=lambda s: s.priority)
+
+
 def priority_order() -> list[Family]:
     """Families in priority order: when two moments look the same to a policy, the earlier family keeps it."""
-    return [s.family for s in sorted(_FAMILIES.values(), key=lambda s: s.priority)]
+    return [s.family for s in specs()]
 
 
-__all__ = ["SKIP", "FamilySpec", "Moment", "Rule", "Skip", "Subject", "priority_order", "rules", "spec"]
+__all__ = ["CHAIN", "SKIP", "FamilySpec", "Moment", "Rule", "Skip", "Subject", "priority_order", "registered",
+           "rules", "spec", "specs"]

@@ -4,7 +4,7 @@ registers itself here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -44,7 +44,8 @@ class Subject:
     evidence_id: str
     workflow: str
     support: list[str]
-    gaps: frozenset[str]  # items the family_missing_evidence query found unacquirable
+    # per family with a query (FamilySpec.query): the catalog items its rows name (missing_evidence: the gaps)
+    found: Mapping[Family, frozenset[str]]
     shape: Shape = "document"
     calibrators: tuple[str, ...] = ()
 
@@ -63,11 +64,17 @@ Match = Callable[[Subject], "Moment | Skip | None"]
 
 @dataclass(frozen=True)
 class Rule:
+    """One link of the chain (compiler/families/__init__.py CHAIN): the first rule that applies to a subject
+    decides it. `gold` says, for the table of golds, what the verifier then accepts."""
+
     family: Family
     name: str
-    rank: int  # the rules form one chain, by rank: the first that applies to a subject decides it
     match: Match
+    gold: str
     doc: str = ""
+
+    def __call__(self, s: Subject) -> Moment | Skip | None:
+        return self.match(s)
 
 
 def _nothing_missing(m: Moment) -> list[str]:
@@ -81,9 +88,12 @@ class FamilySpec:
     doc: str
     # the items a localize_missing_evidence payload may name in its tasks (strict payloads); none by default
     missing: Callable[[Moment], list[str]] = _nothing_missing
+    # a query file (cypher/compiler/...) whose rows' `evidence_id` are the items this family's rules look for,
+    # run once per compile: its rules read them as Subject.found[family]
+    query: str | None = None
 
 
-_RULES: list[Rule] = []
+_RULES: dict[tuple[Family, str], Rule] = {}
 _FAMILIES: dict[Family, FamilySpec] = {}
 
 
@@ -94,12 +104,13 @@ def family(spec: FamilySpec) -> FamilySpec:
     return spec
 
 
-def rule(family: Family, name: str, rank: int) -> Callable[[Match], Match]:
-    def register(fn: Match) -> Match:
-        if any(r.rank == rank for r in _RULES):
-            raise ValueError(f"two rules at rank {rank}")
-        _RULES.append(Rule(family, name, rank, fn, (fn.__doc__ or "").strip()))
-        return fn
+def rule(family: Family, name: str, gold: str) -> Callable[[Match], Rule]:
+    """Register a rule; its place in the chain is CHAIN's (compiler/families/__init__.py)."""
+    def register(fn: Match) -> Rule:
+        if (family, name) in _RULES:
+            raise ValueError(f"rule {family.value}/{name} registered twice")
+        _RULES[(family, name)] = Rule(family, name, fn, gold, (fn.__doc__ or "").strip())
+        return _RULES[(family, name)]
     return register
 
 

@@ -52,7 +52,8 @@ def calibrates(row: dict[str, Any]) -> set[str]:
     return out
 
 
-@rule(Family.CALIBRATION_SUFFICIENCY, "calibrated", rank=50)
+@rule(Family.CALIBRATION_SUFFICIENCY, "calibrated",
+      gold="submit_risk_packet [subject, support, calibration]")
 def calibrated(s: Subject) -> Moment | Skip | None:
     """The packet's calibration is named by the archive: submit the subject, its support and all of it."""
     if s.shape != "calibration" or not s.calibrators or s.cat.objects[s.evidence_id].status != "archived":

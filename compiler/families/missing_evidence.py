@@ -8,13 +8,11 @@ from __future__ import annotations
 from voe.artifacts.package import Action, Family
 from voe.compiler.families.base import FamilySpec, Moment, Skip, Subject, family, rule
 
-QUERY = "compiler/family_missing_evidence"
 
-
-@rule(Family.MISSING_EVIDENCE, "removed", rank=10)
+@rule(Family.MISSING_EVIDENCE, "removed", gold="localize_missing_evidence [subject]")
 def removed(s: Subject) -> Moment | Skip | None:
     """The subject is a gap of the archive: localize it."""
-    if s.evidence_id not in s.gaps:
+    if s.evidence_id not in s.found[Family.MISSING_EVIDENCE]:
         return None
     binding = [s.evidence_id, *s.support]
     return Moment(Family.MISSING_EVIDENCE, s.workflow, s.evidence_id, s.support, binding, binding, binding,
@@ -26,4 +24,5 @@ def _missing(m: Moment) -> list[str]:
     return [m.subject]  # the item the archive names and cannot supply
 
 
-family(FamilySpec(Family.MISSING_EVIDENCE, priority=1, doc=__doc__ or "", missing=_missing))
+family(FamilySpec(Family.MISSING_EVIDENCE, priority=1, doc=__doc__ or "", missing=_missing,
+                  query="compiler/family_missing_evidence"))

@@ -7,7 +7,7 @@ from voe.artifacts.package import Action, Family
 from voe.compiler.families.base import FamilySpec, Moment, Skip, Subject, family, rule
 
 
-@rule(Family.PACKET_ESCALATION, "defective_support", rank=40)
+@rule(Family.PACKET_ESCALATION, "defective_support", gold="abstain_or_escalate")
 def defective_support(s: Subject) -> Moment | Skip | None:
     """A support item has a defect: the packet cannot be completed as stated."""
     bad = [x for x in [*s.support, *s.calibrators] if s.cat.own_defects.get(x)]

@@ -20,7 +20,7 @@ def _rename_target(s: Subject) -> str | None:
     return None
 
 
-@rule(Family.PACKET_SUBMISSION, "renamed", rank=20)
+@rule(Family.PACKET_SUBMISSION, "renamed", gold="submit_risk_packet [renamed file, support]")
 def renamed(s: Subject) -> Moment | Skip | None:
     """A stated rename: submit the renamed file with the support."""
     if s.row.get("release_status") != "renamed":
@@ -34,7 +34,7 @@ def renamed(s: Subject) -> Moment | Skip | None:
                   s.cat.statement_facts(s.evidence_id), shape=s.shape)
 
 
-@rule(Family.PACKET_SUBMISSION, "corrected", rank=55)
+@rule(Family.PACKET_SUBMISSION, "corrected", gold="submit_risk_packet [subject, support]")
 def corrected(s: Subject) -> Moment | Skip | None:
     """A stated correction: the current release holds the corrected file; submit the packet."""
     if s.row.get("release_status") != "changed" or s.cat.objects[s.evidence_id].status != "archived":
@@ -42,7 +42,7 @@ def corrected(s: Subject) -> Moment | Skip | None:
     return submit_packet(Family.PACKET_SUBMISSION, s, s.cat.statement_facts(s.evidence_id))
 
 
-@rule(Family.PACKET_SUBMISSION, "clean", rank=60)
+@rule(Family.PACKET_SUBMISSION, "clean", gold="submit_risk_packet [subject, support]")
 def clean(s: Subject) -> Moment | Skip | None:
     """A clean archived subject with clean support: submit exactly the packet."""
     if s.cat.objects[s.evidence_id].status != "archived" or s.row.get("release_status"):

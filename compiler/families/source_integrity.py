@@ -1,16 +1,14 @@
 """source_integrity: the subject (or a file inside it) has a defect that breaks provenance or checkability
-(ingest/defects.py GOLDS: decision flag; cypher/compiler/family_source_integrity.cypher binds each defect to
-its nearest evidence item): flag it, after pulling it."""
+(ingest/defects.py GOLDS: decision flag; the catalog binds each defect to its nearest evidence item,
+cypher/compiler/defects_by_evidence.cypher): flag it, after pulling it."""
 
 from __future__ import annotations
 
 from voe.artifacts.package import Action, Family
 from voe.compiler.families.base import FamilySpec, Moment, Skip, Subject, family, rule
 
-QUERY = "compiler/family_source_integrity"
 
-
-@rule(Family.SOURCE_INTEGRITY, "defective", rank=30)
+@rule(Family.SOURCE_INTEGRITY, "defective", gold="flag_source_defect [subject]")
 def defective(s: Subject) -> Moment | Skip | None:
     """The subject carries a defect: flag it."""
     defects = s.cat.own_defects.get(s.evidence_id, [])

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import importlib
-
 from voe import queries
 from voe.artifacts.package import Family
 from voe.compiler import families
-from voe.compiler.families import MODULES
 
 
-def test_every_family_has_one_spec_and_a_rule_and_nothing_else_registers() -> None:
+def test_every_family_has_one_spec_and_a_rule_and_every_rule_is_in_the_chain_once() -> None:
     specs = {f: families.spec(f) for f in Family}
     assert set(specs) == set(Family)
-    ruled = {r.family for r in families.rules()}
-    assert ruled == set(Family)
-    ranks = [r.rank for r in families.rules()]
-    assert ranks == sorted(set(ranks))
+    assert {r.family for r in families.rules()} == set(Family)
+    assert sorted(families.rules(), key=id) == sorted(families.registered(), key=id)
+    assert len({id(r) for r in families.rules()}) == len(families.rules())
     assert sorted(s.priority for s in specs.values()) == list(range(len(Family)))
-    assert all(s.doc.strip() for s in specs.values())
+    assert all(s.doc.strip() and r.gold for s in specs.values() for r in families.rules())
 
 
 def test_the_chain_is_the_documented_order() -> None:
@@ -29,8 +25,19 @@ def test_the_chain_is_the_documented_order() -> None:
     assert families.priority_order()[0] == Family.SOURCE_INTEGRITY
 
 
-def test_a_family_module_names_the_query_file_it_needs() -> None:
-    named = [getattr(importlib.import_module(f"voe.compiler.families.{m}"), "QUERY", None) for m in MODULES]
-    assert {q for q in named if q} == {"compiler/family_missing_evidence", "compiler/family_source_integrity"}
-    for q in filter(None, named):
+def test_a_family_names_the_query_it_needs_in_its_spec() -> None:
+    named = {s.family: s.query for s in families.specs() if s.query}
+    assert named == {Family.MISSING_EVIDENCE: "compiler/family_missing_evidence"}
+    for q in named.values():
         assert queries.load(q).strip()
+
+
+def test_a_rule_registered_twice_is_refused() -> None:
+    from voe.compiler.families.base import rule
+
+    try:
+        rule(Family.PACKET_SUBMISSION, "clean", gold="x")(lambda s: None)
+    except ValueError as exc:
+        assert "registered twice" in str(exc)
+    else:
+        raise AssertionError("a second rule of the same family and name was accepted")

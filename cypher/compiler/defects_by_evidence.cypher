@@ -1,4 +1,5 @@
-// source_integrity: an evidence object whose item (its component, a folder member at any depth, or a
+// The defects behind each evidence object (the catalog binds them; every family reads them, source_integrity
+// flags them): an evidence object whose item (its component, a folder member at any depth, or a
 // checksum sidecar describing either) carries a provenance/checkability defect. One row per (defect,
 // evidence on the folder chain) with the depth, so the compiler binds each defect to the nearest folder.
 MATCH (r:Record)-[:HAS_COMPONENT]->(c:Component)<-[:EVIDENCED_BY]-(e:Evidence)
