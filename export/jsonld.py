@@ -405,6 +405,3 @@ def validate(out: Path) -> ValidationReport:
         raise ExportInvalid(f"the export in {out} does not conform to ontology/export-shapes.ttl:\n{text}")
     return ValidationReport(conforms=True, triples=len(data) - sum(1 for _ in data.triples((None, exported_in, None))),
                             files=names)
-
-
-# ---------------------------------------------------------------- the crate

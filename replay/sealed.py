@@ -83,13 +83,13 @@ def _installed(path: Path) -> bool:
     return any(r == path.resolve() or r in path.resolve().parents for r in roots)
 
 
-def _code_dirs() -> tuple[list[Path], list[Path]]:
-    """voe's own packages the child imports (voe itself with voe.artifacts.package, voe.replay.sealed_child), and
-    the folders they are in (in a source tree the stages are linked into voe/ from the folders beside it)."""
+def _code_dirs() -> tuple[list[Path], Path]:
+    """voe's own packages the child imports (voe itself with voe.artifacts.package, voe.replay.sealed_child; in a
+    source tree the stages are linked into voe/ from the folders beside it), and the voe package's folder."""
     import voe
     import voe.replay
-    packages = sorted({Path(next(iter(m.__path__))).resolve() for m in (voe, voe.replay)})
-    return packages, sorted({p.parent for p in packages})
+    home = Path(next(iter(voe.__path__)))
+    return sorted({home.resolve(), Path(next(iter(voe.replay.__path__))).resolve()}), home
 
 
 class SealedPolicy:
@@ -101,6 +101,7 @@ class SealedPolicy:
             raise UsageError(f"--policy python:{spec}: expected python:MODULE:FUNCTION")
         self.spec = spec
         self.root: Path | None = None
+        self.code: Path | None = None
         self.home = Path(tempfile.mkdtemp(prefix="voe-policy-"))
         origin = _module_origin(module_name)
         if origin is not None and not _installed(origin):
@@ -109,10 +110,18 @@ class SealedPolicy:
                 shutil.copytree(origin, self.home / top, ignore=shutil.ignore_patterns("__pycache__"))
             else:
                 shutil.copy2(origin, self.home / origin.name)
-        packages, roots = _code_dirs()
+        packages, voe_home = _code_dirs()
+        # Only the name `voe` goes on the child's path: the folder holding voe (a source tree, or in a wheel install
+        # site-packages/voe's parent) also holds folders named like PyPI packages (verifiers, compiler...), which a
+        # policy importing those must not get. An installed voe is found on the environment's own path.
+        roots: list[str] = []
+        if not _installed(voe_home):
+            self.code = Path(tempfile.mkdtemp(prefix="voe-code-"))
+            (self.code / "voe").symlink_to(voe_home.resolve(), target_is_directory=True)
+            roots.append(str(self.code))
         env = passed_through(KEPT_ENV)
         env.update({"PATH": SYSTEM_PATH, "HOME": str(self.home),
-                    "PYTHONPATH": os.pathsep.join([str(self.home), *map(str, roots)]),
+                    "PYTHONPATH": os.pathsep.join([str(self.home), *roots]),
                     "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"})
         child = [sys.executable, "-m", "voe.replay.sealed_child", spec]
         self.sealing: Sealing = "namespaces" if namespaces_available() else "process"
@@ -120,6 +129,8 @@ class SealedPolicy:
             keeps = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
             keeps |= {Path(p).resolve() for p in sys.path if p and Path(p).is_dir() and "site-packages" in p}
             keeps |= {*packages, Path(sys.executable).resolve().parent}
+            if self.code is not None:
+                keeps.add(self.code.resolve())
             keeps.discard(self.home.resolve())
             self.root = Path(tempfile.mkdtemp(prefix="voe-root-"))
             child = ["unshare", "--user", "--map-root-user", "--net", "--mount", "--pid", "--fork", "--kill-child",
@@ -185,6 +196,8 @@ class SealedPolicy:
 
     def _tidy(self) -> None:
         shutil.rmtree(self.home, ignore_errors=True)
+        if self.code is not None:
+            shutil.rmtree(self.code, ignore_errors=True)
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
 

@@ -14,6 +14,7 @@ import importlib
 import json
 import random
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -23,10 +24,24 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _only_voe_by_its_name() -> None:
+    """Drop from the path every folder, other than the one voe was imported from, that holds voe's own folder:
+    an editable install of a source tree puts the tree's root on it, and with it voe's stage folders under bare
+    names (`verifiers`, `compiler`...) that a policy importing such a name (PyPI's `verifiers`) must not get."""
+    import voe
+
+    real = Path(next(iter(voe.__path__))).resolve()
+    used = Path(next(iter(voe.__path__))).parent
+    sys.path[:] = [p for p in sys.path
+                   if not p or Path(p) == used or not (Path(p) / "voe").is_dir() or (Path(p) / "voe").resolve() != real]
+
+
 def main(argv: list[str]) -> int:
     spec = argv[0] if argv else ""
     module_name, _, attr = spec.partition(":")
     from voe.artifacts.package import TaskView  # the policy-visible model, nothing verifier-only
+
+    _only_voe_by_its_name()
 
     out = sys.stdout
     sys.stdout = sys.stderr  # a policy's print() must not corrupt the protocol

@@ -17,7 +17,15 @@ def _slug(heading: str) -> str:
 
 
 def _anchors(page: Path) -> set[str]:
-    return {_slug(line.lstrip("#")) for line in page.read_text().splitlines() if re.match(r"#{1,6} ", line)}
+    """The headings' slugs; a `#` line inside a fenced code block (a shell or Python comment) is no heading."""
+    out: set[str] = set()
+    fenced = False
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"#{1,6} ", line):
+            out.add(_slug(line.lstrip("#")))
+    return out
 
 
 def test_readme_is_a_page_not_a_manual() -> None:
@@ -40,6 +48,12 @@ def test_every_link_of_readme_and_docs_leads_somewhere() -> None:
                 broken.append(f"{page.relative_to(REPO)}: {target} (no such heading)")
     assert checked > 30
     assert broken == []
+
+
+def test_a_comment_in_a_code_block_is_no_heading() -> None:
+    anchors = _anchors(REPO / "README.md")
+    assert "agents-quick-start" in anchors
+    assert not [a for a in anchors if a.startswith("my_policypy")]
 
 
 def test_the_slug_rule_is_githubs() -> None:

@@ -6,7 +6,9 @@ shared-ground modules complete, and forbid import cycles between modules."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,14 +28,30 @@ def _contracts() -> list[dict[str, object]]:
     return list(config["contracts"])
 
 
+MODULE_NAME = re.compile(r"^(ingest|compiler|replay|verifiers|export|cli)(\.[a-z_]+)+(:[a-z_]+)?$")
+
+
 def _top_level(path: Path) -> set[str]:
-    """Stage modules imported by their own top-level name (`ingest.loader`): the wheel installs only `voe`."""
+    """Stage modules named by their own top-level name (`ingest.loader`), in an import or in a string that names a
+    module (a monkeypatch target, `-m replay.sandbox`, an importlib name): the wheel installs only `voe`."""
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
             [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
         out |= {n for n in names if n.split(".")[0] in STAGES}
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.match(node.value):
+            name = node.value.split(":")[0]
+            parts = name.split(".")
+            if any(_is_module("voe." + ".".join(parts[:n])) for n in range(2, len(parts) + 1)):
+                out.add(node.value)
     return out
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def test_everything_imports_through_the_voe_namespace() -> None:

@@ -11,8 +11,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-# a .venv made before the distribution was renamed voe-evidence holds the old editable `voe` (seven top-level names)
-if .venv/bin/python -m pip show voe 2>/dev/null | grep -q "^Editable project location: $PWD\$"; then
+# a .venv made before the distribution was renamed voe-evidence holds this checkout's old `voe` (seven top-level
+# names, shadowing the new install): removed when its recorded source is this folder
+if .venv/bin/python tools/old_install.py; then
   .venv/bin/python -m pip uninstall -q -y voe
 fi
 .venv/bin/python -m pip install -q -e '.[dev]' -c requirements.lock  # pinned: tools/lock.sh regenerates it

@@ -1,5 +1,5 @@
 """Runs and scores as pandas DataFrames, for analysis in a notebook (the `dataframes` extra: pip install
-'voe[dataframes]'). Reads the run folder only (what `voe run` and `voe score` wrote); no Neo4j."""
+'voe-evidence[dataframes]'). Reads the run folder only (what `voe run` and `voe score` wrote); no Neo4j."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def _pandas() -> Any:
     try:
         import pandas
     except ImportError as exc:
-        raise UsageError("DataFrames need pandas: pip install 'voe[dataframes]'") from exc
+        raise UsageError("DataFrames need pandas: pip install 'voe-evidence[dataframes]'") from exc
     return pandas
 
 

@@ -87,7 +87,7 @@ def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[s
     return out / "report.md"
 
 
-NO_PLOTS = "matplotlib is not installed (pip install 'voe[report]')"
+NO_PLOTS = "matplotlib is not installed (pip install 'voe-evidence[report]')"
 
 
 def _plots(summaries: list[dict[str, Any]], families: list[str], out: Path) -> bool:

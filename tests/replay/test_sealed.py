@@ -130,3 +130,36 @@ def test_the_sealed_policy_plays_as_the_baseline_it_imitates(package: Path, tmp_
         return [(r["task_id"], r["t"], r["action"], r["evidence_id"], r["payload"], r["outcome"]) for r in rows]
 
     assert moves(tmp_path / "mine") == moves(tmp_path / "base")
+
+
+STAGE_NAMES = '''
+import importlib
+
+
+def act(task, history, rng):
+    found = []
+    for name in ("verifiers", "compiler", "replay", "ingest", "export", "cli", "settings", "errors"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        found.append(name + "=" + str(getattr(module, "__file__", None) or list(module.__path__)))
+    return {{"action": "submit_risk_packet", "payload": found or ["{nothing}"]}}
+'''
+
+
+def test_the_sealed_child_sees_voe_only_as_voe(package: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child's path holds the name `voe` alone: neither voe's stage folders nor its own modules are importable
+    by their bare names, so a policy importing PyPI's `verifiers` (or any such name) gets that or nothing. Without
+    namespaces a source checkout's editable install still puts the checkout on the path; with them only voe's
+    own folders are there."""
+    sealed = os.environ.get("CI") == "true" or namespaces_available()
+    if not sealed:
+        pytest.skip("needs Linux namespaces (unshare); CI has them")
+    (tmp_path / "stage_names.py").write_text(STAGE_NAMES.format(nothing="none"))
+    monkeypatch.chdir(tmp_path)
+    info = run_policy(package, "python:stage_names:act", 1, 0, tmp_path / "run")
+    assert info.sealing == "namespaces"
+    steps = [json.loads(line) for line in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
+    payloads = {tuple(s["payload"] or []) for s in steps}
+    assert payloads == {("none",)}, payloads

@@ -37,6 +37,6 @@ def test_without_matplotlib_the_report_keeps_its_tables_and_says_why_no_plots(tm
     path = write_report(_summaries(), tmp_path)
     text = path.read_text()
     assert "| reference | 4 x 1 |" in text and "## By family" in text and "## Failure codebook" in text
-    assert f"Plots not drawn: {NO_PLOTS}." in text and "voe[report]" in text
+    assert f"Plots not drawn: {NO_PLOTS}." in text and "voe-evidence[report]" in text
     assert "Plots not drawn" in (tmp_path / "report.html").read_text()
     assert not (tmp_path / "validity.png").exists()
