@@ -9,7 +9,7 @@ delimiters, quotes, wide lines; JSON: type swaps, deleted keys, duplicated compo
 member of the zip mutated and re-zipped, far-away cells, whole-sheet merges, bad string indices; PDF: content
 streams rewritten, inflated into bombs, page trees and numbers damaged).
 
-Every input runs through `ingest.documents.parse_file` (NERDm: `ingest.nerdm.read_record` and
+Every input runs through `voe.ingest.payloads.documents.parse_file` (NERDm: `voe.ingest.sources.nerdm.build.read_record` and
 `NerdmBuilder(...).build()`, no database) in a worker process, with a per-input time limit (a worker that passes
 it is killed and replaced) and an address-space limit. A crash is any exception escaping parse_file or build
 (an InputError from the NERDm reader is its documented answer for bad input, not a crash). Peak memory is the
@@ -105,8 +105,8 @@ def _pdf_seeds() -> list[Seed]:
 
 
 def load_seeds(max_seed_bytes: int) -> dict[str, list[Seed]]:
-    """The shared files by the parser their bytes go to (`ingest.parsers.sniff`, as parse_file decides)."""
-    from voe.ingest.parsers.sniff import sniff
+    """The shared files by the parser their bytes go to (`voe.ingest.payloads.parsers.sniff`, as parse_file decides)."""
+    from voe.ingest.payloads.parsers.sniff import sniff
 
     seeds: dict[str, list[Seed]] = {p: [] for p in PARSERS}
     for path in sorted(SHARED.rglob("*")):
@@ -553,7 +553,7 @@ def _reset_peak() -> None:
 def _run_one(parser: str, path: Path, name: str) -> dict[str, Any]:
     if parser == "nerdm":
         from voe.errors import InputError
-        from voe.ingest.nerdm import NerdmBuilder, read_record
+        from voe.ingest.sources.nerdm.build import NerdmBuilder, read_record
 
         try:
             doc, raw = read_record(path)
@@ -561,7 +561,7 @@ def _run_one(parser: str, path: Path, name: str) -> dict[str, Any]:
         except InputError as exc:
             return {"outcome": "input_error", "detail": str(exc)[:200]}
         return {"outcome": "ok", "facts": rg.facts, "defects": dict(rg.defects)}
-    from voe.ingest.documents import parse_file
+    from voe.ingest.payloads.documents import parse_file
 
     parsed = parse_file(path, name)
     if parsed is None:
@@ -581,10 +581,10 @@ def worker(conn: Connection, seeds: dict[str, list[Seed]], seed: int, max_input:
     os.chdir(REPO)
     sys.path.insert(0, str(REPO))
     logging.disable(logging.CRITICAL)  # the parsers' warnings are not what is measured here
-    import voe.ingest.documents  # noqa: F401 - warm the imports before the first input is timed
-    import voe.ingest.nerdm  # noqa: F401
-    import voe.ingest.parsers.instruments  # noqa: F401
-    import voe.ingest.parsers.pdf  # noqa: F401
+    import voe.ingest.payloads.documents  # noqa: F401 - warm the imports before the first input is timed
+    import voe.ingest.payloads.parsers.instruments  # noqa: F401
+    import voe.ingest.payloads.parsers.pdf  # noqa: F401
+    import voe.ingest.sources.nerdm.build  # noqa: F401
 
     tmp = Path(tempfile.mkdtemp(prefix="voe-fuzz-"))
     while True:
@@ -794,7 +794,8 @@ def code_version(parsers: tuple[str, ...], seeds: dict[str, list[Seed]]) -> str:
 
     ingest = REPO / "ingest"
     files = sorted(ingest.rglob("*.py")) if "nerdm" in parsers else sorted(
-        [*(ingest / "parsers").rglob("*.py"), ingest / "documents.py", ingest / "limits.py"])
+        [*(ingest / "payloads" / "parsers").rglob("*.py"), ingest / "payloads" / "documents.py",
+         ingest / "payloads" / "limits.py"])
     digest = hashlib.sha256(parser_versions())
     for path in [*files, Path(__file__).resolve()]:
         digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())

@@ -3,11 +3,11 @@
 Cases: the real record mds2-4103 (552 components); generated NERDm records of 10k, 100k and 300k components
 (half DataFiles, half their .sha256 sidecars, in 100 subcollections; every 50th sidecar disagrees with its
 target so the defect path is exercised; record files of 32 MiB and more, here 100k components and up, are
-streamed: ingest/nerdm_stream.py); a generated 40-page PDF (pages/s through the PDF parser); the
+streamed: ingest/sources/nerdm/stream.py); a generated 40-page PDF (pages/s through the PDF parser); the
 real spreadsheets of the AM Bench 2025 template (cells/s through the workbook parsers); and the whole
 shared archive set end to end (every record folder, the template folder and the FACTS catalog in one
 call); a folder of 12 generated PDFs ingested with its files parsed in the ingest's process, then by the worker
-processes (ingest/parse_ahead.py); and `voe db import` of each generated record up to --bulk-up-to into a
+processes (ingest/payloads/parse_ahead.py); and `voe db import` of each generated record up to --bulk-up-to into a
 server of its own (Bolt 27687), its time over the online ingest's. Each case runs in a fresh subprocess
 against an emptied graph so peak RSS is per case. Needs a running Neo4j (NEO4J_URI or `voe db up`).
 
@@ -145,7 +145,7 @@ def parse_pool_case(folder: Path) -> dict[str, object]:
             report = ingest_paths([folder], graph)
             seconds[workers or "default"] = time.perf_counter() - t0
         os.environ.pop("VOE_PARSE_WORKERS")
-    from voe.ingest.parse_ahead import workers as default_workers
+    from voe.ingest.payloads.parse_ahead import workers as default_workers
 
     return {"case": "pdf-folder", "files": sum(report.formats.values()), "pages": report.pages,
             "workers": default_workers(), "serial_seconds": round(seconds["1"], 2),
@@ -161,7 +161,7 @@ def bulk_case(path: Path) -> dict[str, object]:
 
     from voe.config import Neo4jSettings
     from voe.graph import Graph
-    from voe.ingest.bulk import bulk_import
+    from voe.ingest.write.bulk import bulk_import
     from voe.neo4j_server import LocalNeo4j
 
     server = LocalNeo4j("bench-bulk", bolt_port=27687, http_port=27474, heap="1g", pagecache="256m")
@@ -181,7 +181,7 @@ def bulk_case(path: Path) -> dict[str, object]:
 
 
 def pdf_case(folder: Path) -> dict[str, object]:
-    from voe.ingest.parsers.pdf import parse_pdf
+    from voe.ingest.payloads.parsers.pdf import parse_pdf
 
     t0 = time.perf_counter()
     parsed = parse_pdf(folder / "report.pdf")
@@ -191,7 +191,7 @@ def pdf_case(folder: Path) -> dict[str, object]:
 
 
 def sheets_case() -> dict[str, object]:
-    from voe.ingest.documents import parse_file
+    from voe.ingest.payloads.documents import parse_file
 
     files = sorted((SHARED / "amb2025-template").rglob("*.xlsx"))
     t0 = time.perf_counter()
@@ -205,16 +205,16 @@ def floor_case(path: Path) -> dict[str, object]:
     """The floor a loader cannot beat by much: the rows voe's builder makes for the record (built first, not
     timed), written with the bare driver in batched `UNWIND ... CREATE` statements (labels and types in the
     query text, one statement per label set or type and batch), in committed transactions of
-    ingest.loader.CHUNK_ELEMENTS (a single one up to SINGLE_TX_ELEMENTS, as voe), on the same emptied graph with
+    ingest.write.loader.CHUNK_ELEMENTS (a single one up to SINGLE_TX_ELEMENTS, as voe), on the same emptied graph with
     the same constraints and indexes (cypher/schema.cypher)."""
     sys.path.insert(0, str(REPO))
     from neo4j import GraphDatabase
 
     from voe.config import Neo4jSettings
     from voe.graph import BATCH_ROWS, Graph
-    from voe.ingest import nerdm_schema
-    from voe.ingest.loader import CHUNK_ELEMENTS, SINGLE_TX_ELEMENTS
-    from voe.ingest.nerdm import build_record
+    from voe.ingest.sources.nerdm import schema as nerdm_schema
+    from voe.ingest.sources.nerdm.build import build_record
+    from voe.ingest.write.loader import CHUNK_ELEMENTS, SINGLE_TX_ELEMENTS
 
     schemas = nerdm_schema.load(nerdm_schema.default_schema_dir())  # type: ignore[arg-type]
     t_build = time.perf_counter()
@@ -259,7 +259,7 @@ def floor_case(path: Path) -> dict[str, object]:
 
 
 def _empty():  # type: ignore[no-untyped-def]
-    from voe.ingest.parsers.model import Parsed, Role
+    from voe.ingest.payloads.parsers.model import Parsed, Role
 
     return Parsed(format="none", role=Role.METADATA)
 

@@ -171,7 +171,7 @@ def db_import(paths: tuple[Path, ...], instance: str, bolt_port: int, http_port:
       voe db import ../shared/archives/mds2-4103 ../shared/archives/mds2-2525
       voe db import --instance mine --bolt-port 27687 --http-port 27474 ARCHIVE/* --json
     """
-    from voe.ingest.bulk import bulk_import
+    from voe.ingest.write.bulk import bulk_import
     from voe.neo4j_server import LocalNeo4j
 
     if schema_dir is not None and not schema_dir.is_dir():

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from voe.artifacts.package import REQUEST_FOR_KIND, Action, Family, TaskAnswer, TaskView
-from voe.ingest.defects import DefectKind
+from voe.ingest.rules.defects import DefectKind
 from voe.llm import ChatClient, LLMError
 
 PROMPT_VERSION = 1

@@ -1,7 +1,7 @@
 """The evidence catalog the compiler decides with: every item of the graph with what a request returns for it
 (compiler/observations.py) and the verifier-only facts (defects bound to the nearest item, items our own tools
 could not decide), and what a packet or a menu asks of an item: its file, whether this copy holds it, whether
-it looks odd while being fine (ingest/defects.py HARD_NEGATIVES), its readme and its calibration."""
+it looks odd while being fine (ingest/rules/defects.py HARD_NEGATIVES), its readme and its calibration."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from voe.artifacts.package import EvidenceObject
 from voe.compiler.families.calibration_sufficiency import calibrates, measurands, text_of
 from voe.compiler.observations import observe
 from voe.graph import Graph
-from voe.ingest.defects import Decision, decision
-from voe.ingest.media_types import unusual
+from voe.ingest.rules.defects import Decision, decision
+from voe.ingest.rules.media_types import unusual
 
 README_RE = re.compile(r"read_?me", re.I)
 # a script that plots or processes a calibration is software, not the calibration (Beam Profile Imaging.ipynb)
@@ -95,7 +95,7 @@ def load_catalog(graph: Graph) -> Catalog:
 
 def _bind_defects(graph: Graph, cat: Catalog) -> tuple[dict[str, list[str]], set[str]]:
     """A defect in Cross_Sections/Tracks_Results shows on Cross_Sections too: bind it to the nearest folder.
-    Only defects whose kind leads to a flag bind (ingest/defects.py GOLDS); an item with a finding of our own
+    Only defects whose kind leads to a flag bind (ingest/rules/defects.py GOLDS); an item with a finding of our own
     tools (a parser that failed, a budget) is undecided."""
     nearest: dict[str, dict[str, Any]] = {}
     undecided: set[str] = set()
@@ -150,13 +150,13 @@ def extension(cat: Catalog, e: str) -> str:
 
 
 def odd_media_type(path: str | None, media_type: str | None) -> bool:
-    """A declared type the extension allows that looks unusual (ingest/media_types.py `unusual`): it looks
+    """A declared type the extension allows that looks unusual (ingest/rules/media_types.py `unusual`): it looks
     wrong and is fine."""
     return bool(path) and unusual(str(path), media_type)
 
 
 def looks_odd(cat: Catalog, e: str) -> bool:
-    """A fact of the item that looks suspicious and is no defect under the rules (ingest/defects.py
+    """A fact of the item that looks suspicious and is no defect under the rules (ingest/rules/defects.py
     HARD_NEGATIVES): an odd media type, a BOM or CRLF, a release's change or rename, bytes this copy does not
     hold of a declared file, a reference or an unavailable item."""
     row, obj = cat.rows[e], cat.objects[e]

@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from voe.artifacts.package import EvidenceObject, ObservedFact
-from voe.ingest.defects import STATED_AS_FACTS
+from voe.ingest.rules.defects import STATED_AS_FACTS
 
 MAX_DESCRIPTION = 300
 
@@ -87,7 +87,7 @@ def _parsed(path: str, summary_json: str | None) -> str | None:
 
 
 def _findings(row: dict[str, Any]) -> list[ObservedFact]:
-    """The parsers' statements about what the bytes hold (ingest/defects.py STATED_AS_FACTS), at their place."""
+    """The parsers' statements about what the bytes hold (ingest/rules/defects.py STATED_AS_FACTS), at their place."""
     out = []
     for d in sorted(row.get("defects") or [], key=lambda d: (d.get("pointer") or "", d.get("detail") or "")):
         if d.get("rule") in STATED_AS_FACTS and d.get("detail"):

@@ -47,7 +47,7 @@ from pyshacl import validate as shacl_validate
 
 from voe.artifacts.package import EvidenceObject, Manifest, TaskAnswer, TaskView
 from voe.errors import InputError, VoeError
-from voe.ingest import limits
+from voe.ingest.payloads import limits
 from voe.resources import data_path
 
 VOE = "https://w3id.org/voe/ontology#"
@@ -130,7 +130,7 @@ def _inline_contexts(value: Any, where: Path) -> Any:
 
 def _contexts_everywhere(doc: Any, where: Path) -> None:
     """Inline (or refuse) every `@context` at any depth: rdflib loads a node's own context as well as the
-    document's. Iterative, and counting the values on the way (budget jsonld_values, ingest/limits.py)."""
+    document's. Iterative, and counting the values on the way (budget jsonld_values, ingest/payloads/limits.py)."""
     limit = limits.current().jsonld_values
     stack = [doc]
     seen = 0

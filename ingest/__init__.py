@@ -1,7 +1,7 @@
 """ingest: read archive folders (NERDm records and the files they list) into the provenance graph.
 
 `ingest_paths` and `IngestReport` are loaded on first use: the compiler and the verifiers import the rule tables
-(ingest.defects, ingest.media_types) without the pipeline and its parsing libraries."""
+(ingest.rules.defects, ingest.rules.media_types) without the pipeline and its parsing libraries."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What every record builder shares (NERDm record, plain folder, facts catalog): the record's state, source
 locations, files, defects, evidence, parsed payload documents, and the one place rows become what Neo4j
-stores (`_seal`). The three builders are siblings on this core (ingest/nerdm.py, ingest/folder.py,
-ingest/catalog.py); nothing here touches Neo4j.
+stores (`_seal`). The three builders are siblings on this core (ingest/sources/nerdm/build.py, ingest/sources/folder.py,
+ingest/sources/catalog.py); nothing here touches Neo4j.
 """
 
 from __future__ import annotations
@@ -31,18 +31,18 @@ from voe.graph import (
     storable,
     storable_key,
 )
-from voe.ingest import ids
-from voe.ingest.defects import RULES
-from voe.ingest.documents import parse_file
-from voe.ingest.evidence import evidence_kind
-from voe.ingest.files import (
+from voe.ingest.payloads.documents import parse_file
+from voe.ingest.payloads.files import (
     SPECIAL_NAMES,
     LocalBytes,
     resolve_pointer,
     span_sha256,
 )
-from voe.ingest.parse_ahead import ParseAhead, Workers
-from voe.ingest.parsers.model import Fact, Parsed
+from voe.ingest.payloads.parse_ahead import ParseAhead, Workers
+from voe.ingest.payloads.parsers.model import Fact, Parsed
+from voe.ingest.rules import ids
+from voe.ingest.rules.defects import RULES
+from voe.ingest.rules.evidence import evidence_kind
 from voe.ontology import Label, Rel
 
 # part of the ingest stamp: changing a rule re-stamps (and re-checks) records; 9: span hashes over RFC 8785 bytes
@@ -56,7 +56,7 @@ RECORD_LIBRARIES = ("jsonschema",)  # the record builder's own: NERDm validation
 
 def parser_libraries() -> tuple[str, ...]:
     """What the ingest stamp pins: the libraries every registered parser names, then the record builder's."""
-    from voe.ingest.parsers import registry
+    from voe.ingest.payloads.parsers import registry
 
     return (*registry.libraries(), *RECORD_LIBRARIES)
 
@@ -192,7 +192,7 @@ class BuilderCore:
     doc: Any  # the JSON those pointers index
     file_sha: str
     provenance: str
-    _entries: dict[str, str]  # what the folder holds (ingest.files.list_entries); symlinks listed, never followed
+    _entries: dict[str, str]  # what the folder holds (ingest.payloads.files.list_entries); symlinks listed, never followed
     _any_special: bool
     on_document: Callable[[str], None] | None = None  # called with each held file's path before it is parsed
     parse_workers: Workers | None = None  # the ingest call's parser processes (else each build forks its own)
@@ -345,7 +345,7 @@ class BuilderCore:
     @contextmanager
     def _parsing_ahead(self, relpaths: Iterable[str]) -> Iterator[None]:
         """While the block runs, the files named (in the order `document` will take them) are parsed ahead in
-        worker processes (ingest/parse_ahead.py): the ingest's (`parse_workers`), else the block's own."""
+        worker processes (ingest/payloads/parse_ahead.py): the ingest's (`parse_workers`), else the block's own."""
         workers = self.parse_workers or Workers()
         self._ahead = ParseAhead(self.root, relpaths, workers)
         try:

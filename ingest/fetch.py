@@ -50,7 +50,7 @@ from urllib.parse import quote, urlsplit
 from pydantic import BaseModel, Field
 
 from voe.errors import InputError, VoeError
-from voe.ingest.nerdm import MAX_JSON_DEPTH, json_depth
+from voe.ingest.sources.nerdm.build import MAX_JSON_DEPTH, json_depth
 from voe.settings import settings
 
 DEFAULT_BASE_URL = "https://data.nist.gov"
@@ -222,7 +222,7 @@ def _fetch_files(run: _Run, rec_id: str, into: Path, tmp: Path, include: list[st
         doc = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"the PDR answered with something that is not JSON ({exc})", path=where) from exc
-    except RecursionError as exc:  # as `voe ingest` refuses it (ingest/nerdm.py)
+    except RecursionError as exc:  # as `voe ingest` refuses it (ingest/sources/nerdm/build.py)
         raise InputError(too_deep, path=where) from exc
     except ValueError as exc:  # an integer literal beyond Python's digit limit (4,300 digits)
         raise InputError(f"the PDR answer is not a JSON record voe can read: {str(exc).split(';')[0]}",

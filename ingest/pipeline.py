@@ -14,15 +14,16 @@ from pydantic import BaseModel, Field
 from voe import collector
 from voe.errors import GraphBusy, GraphUnavailable, InputError
 from voe.graph import EdgeRow, Graph, NodeRow, WriteCounts, storable, storable_key
-from voe.ingest import ids, nerdm_schema
 from voe.ingest.builder import BuilderCore, RecordGraph
-from voe.ingest.catalog import catalog_builders, looks_like_catalog
-from voe.ingest.files import SPECIAL_NAMES, entry_kind, hash_file, iter_entries
-from voe.ingest.folder import FolderBuilder, distinct_folder_ark, folder_ark
-from voe.ingest.loader import clean_stale, write_record, write_streamed
-from voe.ingest.nerdm import NERDM_FILENAME, find_record_file, open_record
-from voe.ingest.nerdm_stream import NerdmStream, NotStreamable, open_streamed
-from voe.ingest.parse_ahead import Workers
+from voe.ingest.payloads.files import SPECIAL_NAMES, entry_kind, hash_file, iter_entries
+from voe.ingest.payloads.parse_ahead import Workers
+from voe.ingest.rules import ids
+from voe.ingest.sources.catalog import catalog_builders, looks_like_catalog
+from voe.ingest.sources.folder import FolderBuilder, distinct_folder_ark, folder_ark
+from voe.ingest.sources.nerdm import schema as nerdm_schema
+from voe.ingest.sources.nerdm.build import NERDM_FILENAME, find_record_file, open_record
+from voe.ingest.sources.nerdm.stream import NerdmStream, NotStreamable, open_streamed
+from voe.ingest.write.loader import clean_stale, write_record, write_streamed
 from voe.settings import settings
 
 REPORT_VERSION = 1
@@ -111,7 +112,7 @@ def ingest_paths(
     what failed (the traceback goes to the debug log); only GraphUnavailable (Neo4j down) stops the call.
     `progress` gets messages, `bar` (paths done, paths) is called after each path. With `sink`, each record's
     rows (and its schema check's) go to `sink(rows, late rows, path)` instead of the graph, every record read
-    whole (ingest/bulk.py)."""
+    whole (ingest/write/bulk.py)."""
     say = progress or (lambda _m: None)
     started = time.perf_counter()
     report = IngestReport()
@@ -260,7 +261,7 @@ def _folder_builder(path: Path, graph: Graph) -> FolderBuilder:
 
 def _nerdm(path: Path, schemas: nerdm_schema.NerdmSchemas | None, whole: bool = False) -> BuilderCore:
     """A NERDm record: read whole, or in passes when its file is VOE_STREAM_BYTES or larger and the first pass
-    finds nothing that the in-memory reader should name (ingest/nerdm_stream.py)."""
+    finds nothing that the in-memory reader should name (ingest/sources/nerdm/stream.py)."""
     record_file = find_record_file(path)
     try:
         large = record_file.stat().st_size >= settings().voe_stream_bytes

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from voe.artifacts.package import Action, TaskAnswer, TaskView
-from voe.ingest.media_types import mismatch, unusual
+from voe.ingest.rules.media_types import mismatch, unusual
 from voe.replay.registry import Policy, register
 
 HEX40 = re.compile(r"\b[0-9a-f]{40}\b")

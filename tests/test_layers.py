@@ -32,7 +32,7 @@ MODULE_NAME = re.compile(r"^(ingest|compiler|replay|verifiers|export|cli)(\.[a-z
 
 
 def _top_level(path: Path) -> set[str]:
-    """Stage modules named by their own top-level name (`ingest.loader`), in an import or in a string that names a
+    """Stage modules named by their own top-level name (`ingest.write.loader`), in an import or in a string that names a
     module (a monkeypatch target, `-m replay.sandbox`, an importlib name): the wheel installs only `voe`."""
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -75,7 +75,7 @@ def test_the_import_contracts_hold() -> None:
 
 @pytest.mark.parametrize(("module", "planted", "contract"), [
     ("voe/jsonl.py", "voe.cli.app", "the shared ground imports no stage"),
-    ("voe/ingest/ids.py", "voe.compiler.moments", "stages: each imports only from the ones below it"),
+    ("voe/ingest/rules/ids.py", "voe.compiler.moments", "stages: each imports only from the ones below it"),
     ("voe/replay/env.py", "voe.verifiers.metrics", "stages: each imports only from the ones below it"),
     ("voe/compiler/families/missing_evidence.py", "voe.compiler.families.source_integrity",
      "a task family is one module: no family imports another"),

@@ -96,7 +96,7 @@ def canonical(value: Any) -> bytes:
                 "utf-8", "backslashreplace")
     try:
         out = _careful(value)
-    except RecursionError:  # records are refused beyond 512 levels (ingest.nerdm.MAX_JSON_DEPTH): room for them
+    except RecursionError:  # records are refused beyond 512 levels (ingest.sources.nerdm.build.MAX_JSON_DEPTH): room for them
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, 20_000))
         try:

@@ -28,7 +28,7 @@ T = TypeVar("T")
 
 BATCH_ROWS = 10_000
 
-# What Neo4j can store as a property (the ingest builders make every record value fit, ingest/defects.py
+# What Neo4j can store as a property (the ingest builders make every record value fit, ingest/rules/defects.py
 # rule `graph.value`): integers within 64 bits, strings without lone surrogates, homogeneous lists of
 # those, and for an indexed or id property a string of at most MAX_KEY_BYTES UTF-8 bytes (a range index
 # key holds about 8 kB).

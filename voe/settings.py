@@ -3,7 +3,7 @@ tested against this class (tests/voe/test_settings.py): a variable is added here
 
 Read through `settings()`, which parses the environment on each call (cheap; tests change the environment).
 An empty variable counts as unset. The parser budgets (`VOE_LIMIT_<NAME>`) are a family of their own, with
-their defaults and meaning in ingest/limits.py; the test hook VOE_FAULT_AT is for the fault tests only.
+their defaults and meaning in ingest/payloads/limits.py; the test hook VOE_FAULT_AT is for the fault tests only.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """source_integrity: the subject (or a file inside it) has a defect that breaks provenance or checkability
-(ingest/defects.py GOLDS: decision flag; the catalog binds each defect to its nearest evidence item,
+(ingest/rules/defects.py GOLDS: decision flag; the catalog binds each defect to its nearest evidence item,
 cypher/compiler/defects_by_evidence.cypher): flag it, after pulling it."""
 
 from __future__ import annotations

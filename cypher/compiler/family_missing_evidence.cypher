@@ -1,5 +1,5 @@
 // missing_evidence: a real gap of the archive itself. Either a file a release removed, as that release's
-// changelog states (ingest/releases.py: release_stated; the summary table alone shows bytes moved, not why),
+// changelog states (ingest/sources/releases.py: release_stated; the summary table alone shows bytes moved, not why),
 // or a file the record attests and does not list (a checksum file describes it: provenance 'attested'). A
 // record our local copy does not hold, a reference the archive names elsewhere, or a reconstructed catalog of
 // records NIST does publish is not a gap.

@@ -1,6 +1,6 @@
 // Records a multi-transaction ingest has not finished: `writing` (before the commit point), or a staged
 // replacement past it with its swap to finish (`swap`: deleting, renaming; an older voe's `swapping` or
-// `renaming` in ingest_state), with the writer's lease; ingest/loader.py decides which writer is dead before
+// `renaming` in ingest_state), with the writer's lease; ingest/write/loader.py decides which writer is dead before
 // anything is deleted or finished.
 MATCH (r:Record)
 WHERE r.ingest_state IN ['writing', 'swapping', 'renaming'] OR r.swap IS NOT NULL

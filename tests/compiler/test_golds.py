@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from voe.compiler import golds
-from voe.ingest.defects import GOLDS, Decision, DefectKind, decision
-from voe.ingest.documents import parse_file
-from voe.ingest.media_types import mismatch, unusual
-from voe.ingest.releases import ParsedFile, _states_prefix_rename, changelog_items, changelog_release
+from voe.ingest.payloads.documents import parse_file
+from voe.ingest.rules.defects import GOLDS, Decision, DefectKind, decision
+from voe.ingest.rules.media_types import mismatch, unusual
+from voe.ingest.sources.releases import ParsedFile, _states_prefix_rename, changelog_items, changelog_release
 
 
 def test_docs_golds_md_is_generated_from_the_current_rules() -> None:

@@ -21,7 +21,7 @@ from voe.artifacts.run import read_steps
 from voe.artifacts.verdict import verdict
 from voe.graph import Graph
 from voe.ingest import ingest_paths
-from voe.ingest.defects import RULES, DefectKind
+from voe.ingest.rules.defects import RULES, DefectKind
 from voe.jsonl import read_jsonl
 from voe.replay.admission import compile_package
 from voe.replay.registry import specs

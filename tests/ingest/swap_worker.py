@@ -4,7 +4,7 @@ replacement is staged and swapped) and logs one JSON line per ingest: which fold
 
     python -m tests.ingest.swap_worker LOG FOLDER...
 
-`VOE_FAULT_AT` (ingest/loader.py) kills it at a step of its first chunked replacement."""
+`VOE_FAULT_AT` (ingest/write/loader.py) kills it at a step of its first chunked replacement."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-import voe.ingest.loader as loader
-import voe.ingest.nerdm_stream as nerdm_stream
+import voe.ingest.sources.nerdm.stream as nerdm_stream
+import voe.ingest.write.loader as loader
 from voe.graph import Graph
 from voe.ingest import ingest_paths
 

@@ -14,8 +14,8 @@ from tests.ingest.helpers import copy_record, rows
 from voe.errors import OntologyViolation
 from voe.graph import EdgeRow, Graph
 from voe.ingest import ingest_paths
-from voe.ingest.loader import write_record
-from voe.ingest.nerdm import build_record
+from voe.ingest.sources.nerdm.build import build_record
+from voe.ingest.write.loader import write_record
 from voe.ontology import Label, Rel
 
 

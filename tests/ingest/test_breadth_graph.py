@@ -15,9 +15,9 @@ import openpyxl
 from tests.ingest.helpers import defects_by_kind, rows
 from voe.graph import Graph
 from voe.ingest import ingest_paths
-from voe.ingest.files import resolve_pointer, span_sha256
-from voe.ingest.parsers.encoding import decode_text
-from voe.ingest.parsers.tabular import cell_text
+from voe.ingest.payloads.files import resolve_pointer, span_sha256
+from voe.ingest.payloads.parsers.encoding import decode_text
+from voe.ingest.payloads.parsers.tabular import cell_text
 
 
 def _resolve(root: Path, loc: dict) -> str:

@@ -1,4 +1,4 @@
-"""A first bulk load through neo4j-admin's offline importer (ingest/bulk.py, `voe db import`, issue 13) gives the
+"""A first bulk load through neo4j-admin's offline importer (ingest/write/bulk.py, `voe db import`, issue 13) gives the
 graph `voe ingest` of the same paths gives: node for node (labels, every property and its type), relationship
 for relationship; a database that holds anything is refused and left as it was. The bulk load runs on a local
 server of its own (instance "bulk-test", Bolt 27687), stopped and started by the import."""
@@ -15,7 +15,7 @@ from tests.ingest.test_replace import snapshot
 from voe.config import Neo4jSettings
 from voe.graph import Graph
 from voe.ingest import ingest_paths
-from voe.ingest.bulk import BulkError, bulk_import
+from voe.ingest.write.bulk import BulkError, bulk_import
 from voe.neo4j_server import LocalNeo4j
 
 PATHS = ("mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template", "ambench-releases", "FACTS.md")

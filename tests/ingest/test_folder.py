@@ -10,9 +10,9 @@ from pathlib import Path
 from tests.ingest.helpers import rows
 from voe.graph import Graph
 from voe.ingest import ingest_paths
-from voe.ingest.files import list_entries, walk_order
-from voe.ingest.folder import SKIP, FolderBuilder
+from voe.ingest.payloads.files import list_entries, walk_order
 from voe.ingest.pipeline import _files_progress
+from voe.ingest.sources.folder import SKIP, FolderBuilder
 
 FIRST = "record:folder:data@unversioned"
 
@@ -121,7 +121,7 @@ def test_a_reingest_says_whether_it_replaced_the_record(graph: Graph, tmp_path: 
 
 
 def test_the_walk_lists_in_os_walk_order_skips_tool_folders_and_reports_parsing(tmp_path: Path) -> None:
-    """No database: the folder builder's one walk (ingest.files.list_entries) and its progress callback."""
+    """No database: the folder builder's one walk (ingest.payloads.files.list_entries) and its progress callback."""
     folder = tmp_path / "data"
     for rel in ("b.txt", "a/z.txt", "a/b/c.txt", "a.txt", ".git/config", "sub/__pycache__/x.pyc"):
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)

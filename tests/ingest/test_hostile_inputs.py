@@ -1,7 +1,7 @@
 """Hostile inputs (issue 8): every bad input is a clean error or a defect, never a traceback, and ingest reads
 only what the folder holds. Each case is a mutated copy of a real shared NERDm record (mds2-3842, or mds2-2525
 for held payloads) or a small plain folder written into tmp_path, ingested in one call beside a good path
-(the real mds2-2106, or a clean plain folder) that must still land whole. Rules: ingest/defects.py."""
+(the real mds2-2106, or a clean plain folder) that must still land whole. Rules: ingest/rules/defects.py."""
 
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ from tests.ingest.helpers import rows
 from voe.errors import GraphUnavailable
 from voe.graph import MAX_KEY_BYTES, Graph
 from voe.ingest import ingest_paths, pipeline
-from voe.ingest.files import canonical_json
-from voe.ingest.folder import FolderBuilder
-from voe.ingest.nerdm import MAX_JSON_DEPTH
+from voe.ingest.payloads.files import canonical_json
 from voe.ingest.pipeline import IngestReport
+from voe.ingest.sources.folder import FolderBuilder
+from voe.ingest.sources.nerdm.build import MAX_JSON_DEPTH
 
 GOOD = "ark:/88434/mds2-2106"
 OUTSIDE_TEXT = "OUTSIDE-THE-FOLDER secret line that must never be located"

@@ -1,11 +1,11 @@
-"""ingest/media_types.py: the extension a component's filepath has, as pathlib reads it."""
+"""ingest/rules/media_types.py: the extension a component's filepath has, as pathlib reads it."""
 
 from __future__ import annotations
 
 import itertools
 from pathlib import PurePosixPath
 
-from voe.ingest.media_types import mismatch, suffix
+from voe.ingest.rules.media_types import mismatch, suffix
 
 
 def test_suffix_is_pathlibs_for_every_short_path() -> None:

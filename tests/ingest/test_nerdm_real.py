@@ -12,7 +12,7 @@ import pytest
 from tests.ingest.helpers import defects_by_kind, nerdm, rows
 from voe.graph import Graph
 from voe.ingest import ingest_paths
-from voe.ingest.files import resolve_pointer, span_sha256
+from voe.ingest.payloads.files import resolve_pointer, span_sha256
 
 RECORDS = ["mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106"]
 
@@ -96,7 +96,7 @@ def test_mds2_2525_csvs_match_declared_checksums(graph: Graph, archives: Path) -
 
 def test_media_type_rule_flags_a_placeholder_type_and_not_the_excel_alias_of_csv(graph: Graph, archives: Path) -> None:
     """`video/example` (RFC 4735 reserves it) misidentifies the AVIs of mds2-2525; `application/vnd.ms-excel` is
-    the type Windows gives a .csv, no defect (ingest/media_types.py)."""
+    the type Windows gives a .csv, no defect (ingest/rules/media_types.py)."""
     ingest_paths([archives / r for r in RECORDS], graph)
     flagged = {r["f"]: r["m"] for r in rows(
         graph, "MATCH (c:Component)-[:HAS_DEFECT]->(:Defect {kind: 'media_type_mismatch'}) "
@@ -171,7 +171,7 @@ def test_an_upgrade_of_a_parser_library_re_stamps_the_record(archives: Path, mon
     """The versions of the libraries that read files are part of the ingest stamp: an upgrade re-reads records
     instead of keeping the facts the old version read under the same stamp."""
     import voe.ingest.builder as builder
-    from voe.ingest.nerdm import build_record
+    from voe.ingest.sources.nerdm.build import build_record
 
     before = build_record(archives / "mds2-2106", None).stamp
     assert b"pdfplumber=" in builder.parser_versions() and b"openpyxl=" in builder.parser_versions()

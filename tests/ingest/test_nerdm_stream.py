@@ -1,4 +1,4 @@
-"""A NERDm record read in passes and written a chunk of components at a time (ingest/nerdm_stream.py, issue 13)
+"""A NERDm record read in passes and written a chunk of components at a time (ingest/sources/nerdm/stream.py, issue 13)
 writes the graph the in-memory build writes: node for node, edge for edge (as a multiset) and property for
 property, stamps included, for the shared archives and for a record built to need every cross-chunk rule (a
 sidecar before the file it describes, a file before its folder, a duplicate @id, held payloads, unstorable values,
@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-import voe.ingest.nerdm_stream as nerdm_stream
+import voe.ingest.sources.nerdm.stream as nerdm_stream
 from tests.ingest.test_replace import snapshot
 from voe.graph import Graph
 from voe.ingest import ingest_paths
-from voe.ingest.nerdm_stream import NotStreamable, _lone_surrogate_escape, open_streamed, scan
+from voe.ingest.sources.nerdm.stream import NotStreamable, _lone_surrogate_escape, open_streamed, scan
 
 NERDM_RECORDS = ("mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106")
 DATAFILE = "https://data.nist.gov/od/dm/nerdm-schema/pub/v0.7#/definitions/DataFile"

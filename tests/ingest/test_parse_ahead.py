@@ -1,4 +1,4 @@
-"""A record's held files parsed in worker processes ahead of the build (ingest/parse_ahead.py, issue 13) give the
+"""A record's held files parsed in worker processes ahead of the build (ingest/payloads/parse_ahead.py, issue 13) give the
 graph a serial ingest gives, byte for byte: for the shared NERDm records (read whole and streamed) and a plain
 folder; each file is parsed once, in a worker; a file the builder passes over or did not announce, and a worker
 killed mid-record, change nothing."""
@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-import voe.ingest.parse_ahead as parse_ahead
+import voe.ingest.payloads.parse_ahead as parse_ahead
 from tests.ingest.test_replace import snapshot
 from voe.graph import Graph
 from voe.ingest import ingest_paths
-from voe.ingest.documents import parse_file
-from voe.ingest.parse_ahead import ParseAhead, Workers
+from voe.ingest.payloads.documents import parse_file
+from voe.ingest.payloads.parse_ahead import ParseAhead, Workers
 
 RECORDS = ("mds2-4103", "mds2-2525", "amb2025-template")
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from tests.ingest.helpers import rows
-from tests.ingest.parsers.test_release import bottom_lists
+from tests.ingest.payloads.parsers.test_release import bottom_lists
 from voe.graph import Graph
 from voe.ingest import ingest_paths
-from voe.ingest.parsers.encoding import decode_text
+from voe.ingest.payloads.parsers.encoding import decode_text
 
 SUMMARIES = {"1.0.0-to-2.0.0": "data-releases/release-file-change-summary-1.0.0-to-2.0.0.html",
              "2.0.0-to-2.1.0": "data-releases/release-file-change-summary-2.0.0-to-2.1.0.html"}
@@ -118,7 +118,7 @@ def test_release_notes_become_located_evidence(graph: Graph, archives: Path) -> 
         if key == "2.0.0-to-2.1.0":
             assert by_status["changed"] == listed["changed"]
             assert by_status["removed"] | set(summary["added"]) == listed["new"] - listed["unchanged"]
-        else:  # its lists compare the whole history 1.0.0 / 2.0.0 / 2.1.0 (tests/ingest/parsers/test_release.py)
+        else:  # its lists compare the whole history 1.0.0 / 2.0.0 / 2.1.0 (tests/ingest/payloads/parsers/test_release.py)
             assert listed["changed"] - by_status["changed"] == {"AMB2022-625-CBM-B2-60-X.05.xml",
                                                                 "AMB2022-718-AMMT-B6-P2-L10-W2.xml"}
     assert counts == {"1.0.0-to-2.0.0": {"removed": 7, "renamed": 11, "added": 12, "changed": 251},

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import voe.ingest.loader as loader
+import voe.ingest.write.loader as loader
 from tests.conftest import REPO
 from voe.graph import Graph
 from voe.ingest import ingest_paths
@@ -169,7 +169,8 @@ def test_a_replacement_takes_over_source_locations_another_record_wrote_meanwhil
 
 def _ingest_in_child(paths: list[Path], uri: str, fault: str | None = None,
                      streamed: bool = False) -> subprocess.Popen[str]:
-    code = ("import sys; import voe.ingest.loader as L; import voe.ingest.nerdm_stream as N; N.CHUNK_COMPONENTS = 100; "
+    code = ("import sys; import voe.ingest.write.loader as L; import voe.ingest.sources.nerdm.stream as N; "
+            + "N.CHUNK_COMPONENTS = 100; "
             + "".join(f"L.{k} = {v}; " for k, v in SMALL.items())
             + "from pathlib import Path; from voe.ingest import ingest_paths; from voe.graph import Graph; "
             "g = Graph(); r = ingest_paths([Path(p) for p in sys.argv[1:]], g); "
@@ -177,7 +178,7 @@ def _ingest_in_child(paths: list[Path], uri: str, fault: str | None = None,
     env = {**os.environ, "NEO4J_URI": uri}
     env.pop("VOE_FAULT_AT", None)
     env.pop("VOE_STREAM_BYTES", None)
-    if streamed:  # read in passes and written 100 components a transaction (ingest/nerdm_stream.py)
+    if streamed:  # read in passes and written 100 components a transaction (ingest/sources/nerdm/stream.py)
         env["VOE_STREAM_BYTES"] = "1"
     if fault:
         env["VOE_FAULT_AT"] = fault

@@ -35,7 +35,7 @@ def test_no_module_reads_the_environment_but_the_settings() -> None:
             text = path.read_text()
             if re.search(r"os\.environ(?!\s+if environ is None)|os\.getenv", text) and path.name != "settings.py":
                 readers.append(str(path.relative_to(SOURCE)))
-    assert readers == ["ingest/limits.py"]  # the VOE_LIMIT_<NAME> family, parsed where the budgets live
+    assert readers == ["ingest/payloads/limits.py"]  # the VOE_LIMIT_<NAME> family, parsed where the budgets live
 
 
 def test_settings_read_the_environment_now_and_treat_empty_as_unset(monkeypatch: pytest.MonkeyPatch,

@@ -1,0 +1,181 @@
+"""Resource budgets for the parsers: what one held file may cost, and what happens when it would cost more.
+
+Every budget is a ceiling on work done for one file. Reaching one is not a failure: the parser records a
+`resource_limit` defect (rule `parse.budget`, `ingest/rules/defects.py`) whose detail names the budget and says what
+was cut ("stopped after 200000 facts (budget facts_per_file); lines after L40213 are not located"), keeps the
+facts found so far, and the ingest goes on. Each budget can be set from the environment as
+`VOE_LIMIT_<NAME>` (upper case, e.g. `VOE_LIMIT_FACTS_PER_FILE=100000`); a value that is not a positive
+integer is an error naming the variable. Sizes accept a `K`, `M` or `G` suffix (powers of 1024).
+
+| budget (`VOE_LIMIT_...`) | default | what it bounds (per file) | when it is reached |
+|---|---|---|---|
+| `INFLATED_BYTES_PER_FILE` | 1 GiB | bytes inflated from XLSX members and PDF streams (1) | reading stops there |
+| `PDF_DECODED_BYTES` | 128 MiB | bytes decoded from a PDF's streams, all held by pdfminer (2) | the stream is not decoded (3) |
+| `PDF_TOKENS` | 1,000,000 | tokens pdfminer reads from a PDF: objects, page tree, content streams (4) | (3) |
+| `CHARS_PER_PDF` | 200,000 | characters and graphic objects laid out on a PDF's pages | (3) |
+| `TABLE_CELLS_PER_PDF` | 10,000 | PDF table cells read (5) | (3) |
+| `PAGES_PER_PDF` | 2,000 | PDF pages parsed | later pages are not parsed |
+| `CELLS_PER_WORKBOOK` | 4,000,000 | sheet XML elements of a workbook, CSV fields, NC words (6) | reading stops there |
+| `FACTS_PER_FILE` | 200,000 | located facts (cells, lines, words, elements) | later content is not located |
+| `XML_ELEMENTS` | 1,000,000 | nodes of an XML document (7) | the rest is not read or validated |
+| `XML_DEPTH` | 64 | element nesting in XML (libxml2 itself stops at 256) | deeper elements are not located |
+| `XML_ATTRIBUTES` | 1,000 | attributes of one XML element that are located | later attributes are not located |
+| `JSON_DEPTH` | 512 | nesting of a NERDm record (8) | the record is refused as input |
+| `FIELD_LENGTH` | 32,768 | characters of one fact's text (a cell, field, line, element) | the text is cut to it |
+| `JSONLD_BYTES` | 64 MiB | bytes of one JSON-LD file `voe import-package` reads | the crate is refused as input |
+| `JSONLD_VALUES` | 2,000,000 | JSON values (objects, arrays, strings, numbers) in one such file | the crate is refused |
+
+1. XLSX members are streamed (shared strings with expat, sheets with lxml): nothing of them is held beyond what the
+   other budgets keep, so this bounds time, not memory. Workbook parts openpyxl reads whole (workbook, styles,
+   theme, content types) are charged at their declared size before they are read.
+2. Flate, LZW and RunLength output; LZW counts 16 times, CCITT fax input and predictor input 8 times (pdfminer
+   decodes them in pure Python). The stream that would pass it is not decoded.
+3. Parsing stops at the page that reaches it (its facts and the later pages' are not located; a stream read while
+   the file is opened: the file is not parsed). A page whose ruling lines could cross more often than the table
+   cells left is not searched for tables but keeps its lines and words.
+4. Every token of the file's objects, of a damaged file's fallback scan (pdfminer then reads every object) and of
+   each page's content streams (a form XObject each time it is drawn). pdfminer reads 60k-130k tokens per second
+   (numbers are the slowest), so this is the budget that bounds a PDF's time: about 15 s. A million tokens is
+   about 100 pages of dense text; a longer document is cut with the defect (raise `VOE_LIMIT_PDF_TOKENS`).
+5. pdfplumber's table finder costs the square of the ruling-line crossings; each cell's text is read from the
+   page's characters near it.
+6. A sheet element is a cell (`c`), its value, formula or inline string, or any other element of the sheet;
+   empty styled cells count. Cells checked against merged ranges count too. A CSV line counts its commas plus
+   one (an upper bound on its fields); the line that reaches the budget is cut after that field. An NC program
+   counts its G/M/X/... words; an NC line is read up to `FIELD_LENGTH` characters.
+7. Each `<` that does not close a tag: elements, comments, processing instructions. Real AM Bench documents hold
+   a few hundred.
+8. The value of `ingest.sources.nerdm.build.MAX_JSON_DEPTH`, which the NERDm reader enforces; defined here so the two can
+   become one.
+
+Why these defaults (the 2-core machine of the benchmarks): every input stays within 60 s and 1.5 GiB, and the real
+shared files parse exactly as before the budgets. The largest, `AM-Bench 2022 Measurements.xlsx` (29 MB of sheet
+XML, 1.13 million sheet elements, 21,131 facts), streams in about 7 s at 150 MiB; the largest real fact text is
+645 characters; 200,000 facts is about 10 times the largest real file. Worst cases measured at the defaults: a
+PDF at the token budget about 20 s, at the character budget about 14 s, at the table budget about 9 s (so about
+45 s if one file reaches all three); a workbook of 4 million empty cells about 18 s; an XML document at the node
+budget about 5 s and 550 MiB; a CSV at the cells budget about 4 s and 760 MiB (a 64 MiB file, the largest
+`ingest/payloads/documents.py` parses). `bench/fuzz.py` prints the figures for mutated real files.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+
+ENV_PREFIX = "VOE_LIMIT_"
+_SUFFIXES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+class BudgetError(ValueError):
+    """A `VOE_LIMIT_*` variable that is not a positive integer."""
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Ceilings on the work one file may cost (the table in this module's docstring)."""
+
+    inflated_bytes_per_file: int = 1 << 30
+    pdf_decoded_bytes: int = 128 << 20
+    cells_per_workbook: int = 4_000_000
+    facts_per_file: int = 200_000
+    pages_per_pdf: int = 2_000
+    pdf_tokens: int = 1_000_000
+    chars_per_pdf: int = 200_000
+    table_cells_per_pdf: int = 10_000
+    xml_elements: int = 1_000_000
+    xml_depth: int = 64
+    xml_attributes: int = 1_000
+    json_depth: int = 512
+    field_length: int = 32_768
+    jsonld_bytes: int = 64 << 20
+    jsonld_values: int = 2_000_000
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Budgets:
+        """The defaults, overridden by every `VOE_LIMIT_<NAME>` set in `environ` (default `os.environ`)."""
+        env = os.environ if environ is None else environ
+        changes: dict[str, int] = {}
+        for f in fields(cls):
+            var = ENV_PREFIX + f.name.upper()
+            raw = env.get(var)
+            if raw is None or not raw.strip():
+                continue
+            changes[f.name] = _parse(var, raw)
+        known = {ENV_PREFIX + f.name.upper() for f in fields(cls)}
+        unknown = sorted(k for k in env if k.startswith(ENV_PREFIX) and k not in known)
+        if unknown:
+            raise BudgetError(f"{unknown[0]} is not a budget; known: {', '.join(sorted(known))}")
+        return replace(cls(), **changes)
+
+
+def _parse(var: str, raw: str) -> int:
+    text = raw.strip().replace("_", "")
+    scale = 1
+    if text[-1:].upper() in _SUFFIXES:
+        scale = _SUFFIXES[text[-1].upper()]
+        text = text[:-1]
+    try:
+        value = int(text) * scale
+    except ValueError:
+        raise BudgetError(f"{var}={raw!r} is not a whole number (e.g. {var}=100000 or {var}=64M)") from None
+    if value <= 0:
+        raise BudgetError(f"{var}={raw!r} must be positive")
+    return value
+
+
+def current() -> Budgets:
+    """The budgets in force now: read from the environment on every call, so a test or a caller that sets
+    `VOE_LIMIT_*` sees the change at once (reading a handful of variables costs microseconds per file)."""
+    return Budgets.from_env()
+
+
+class BudgetExceeded(Exception):
+    """Raised inside a parser's inner loop when a budget is reached (a signal, not an error: the parser records a
+    `parse.budget` defect and keeps what it found); `name` is the Budgets field."""
+
+    def __init__(self, name: str, limit: int, what: str = "") -> None:
+        super().__init__(f"budget {name} ({limit}) reached{': ' + what if what else ''}")
+        self.name = name
+        self.limit = limit
+        self.what = what
+
+
+class Meter:
+    """What one file has used of each budget. `take(name, n)` adds `n` and raises BudgetExceeded when the total
+    would pass the budget (the amount that would pass it is not added)."""
+
+    def __init__(self, budgets: Budgets | None = None) -> None:
+        self.budgets = budgets or current()
+        self.used: dict[str, int] = {}
+        self.exceeded: BudgetExceeded | None = None  # the first budget reached, kept even if a library swallowed it
+
+    def limit(self, name: str) -> int:
+        return int(getattr(self.budgets, name))
+
+    def room(self, name: str) -> int:
+        return self.limit(name) - self.used.get(name, 0)
+
+    def take(self, name: str, n: int = 1, what: str = "") -> None:
+        used = self.used.get(name, 0) + n
+        if used > self.limit(name):
+            exc = BudgetExceeded(name, self.limit(name), what)
+            if self.exceeded is None:
+                self.exceeded = exc
+            raise exc
+        self.used[name] = used
+
+
+def printable(text: object, limit: int = 300) -> str:
+    """A message from a library or an exception as one short printable line: raw file bytes a message may echo
+    (pdfminer repr()s tokens) become escapes, and the text is cut at `limit` characters."""
+    s = str(text)
+    out = s.encode("ascii", "backslashreplace").decode("ascii")
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in out[: limit * 4])
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
+
+LOG = logging.getLogger("voe.ingest")
+LOG.addHandler(logging.NullHandler())  # a library logger: silent unless the application configures logging

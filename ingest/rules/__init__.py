@@ -1,0 +1,2 @@
+"""The ingest's rule tables, pure and cheap to import (the compiler reads them): defects and the decision each
+leads to (defects), how items become evidence and of which kind (evidence), media types (media_types) and ids."""

@@ -1,0 +1,280 @@
+"""The defect kinds ingest records, and the rule that detects each. This is the one place they are defined.
+
+Rules (NERDm records):
+
+- `sidecar_marked_invalid` (rule `nerdm.sidecar.valid_flag`): a ChecksumFile whose NERDm entry says
+  `"valid": false`.
+- `sidecar_checksum_mismatch`: a ChecksumFile whose checksum record disagrees with its target's declared
+  checksum. When we hold the sidecar's bytes (rule `nerdm.sidecar.bytes`), its content with surrounding
+  whitespace removed (first token, so `sha256sum` lines work too) must equal the target's declared hex
+  digest. When we do not (rule `nerdm.sidecar.declared`), we use the NIST sidecar format, which is the
+  target's 64-character lowercase hex digest with no newline: the sidecar's own declared sha256 must equal
+  sha256(target digest as ASCII). A target with no declared checksum cannot be checked (it gets
+  `missing_checksum` instead).
+- `sidecar_target_missing` (rule `nerdm.sidecar.describes`): `describes` names no component of the record.
+- `checksum_mismatch` (rule `file.sha256`): bytes we hold whose recomputed sha256 differs from the declared one.
+- `size_mismatch` (rule `file.size`): bytes we hold whose size differs from the declared size (a truncated
+  download shows up here and as `checksum_mismatch`).
+- `unreadable_file` (rule `file.read`): a payload we should hold that cannot be read (a folder in its place,
+  a permission error).
+- `missing_checksum` (rule `nerdm.datafile.checksum`): a DataFile with no declared checksum.
+- `media_type_mismatch` (rule `nerdm.media_type`): the declared mediaType is not one the file extension
+  allows, or is a type RFC 4735 reserves for examples (`video/example`), which no real file has (table in
+  `ingest/rules/media_types.py`; `application/octet-stream` is unspecific, never wrong, and the platform aliases
+  of a type, such as `application/vnd.ms-excel` or `text/plain` for a `.csv`, are allowed).
+- `schema_violation` (rule `nerdm.schema`): the record or a component fails the NERDm JSON schemas in
+  `../shared/archives/schemas/` (validated offline: the core `_schema` and every `_extensionSchemas` we have).
+  A schema that cannot be applied is one too, never a crash (`ingest/sources/nerdm/schema.py`): an
+  `_extensionSchemas` URI of a schema we have whose fragment names no definition in it, at that URI's
+  pointer; any other failure inside the validator (a `$ref` that resolves nowhere), at the object checked.
+
+Rules (every builder: NERDm records, plain folders, facts catalogs):
+
+- `value_not_storable` (rule `graph.value`): a value the record holds that Neo4j cannot store as it is,
+  stored safely instead (`BuilderCore._seal` in `ingest/builder.py`, the one place rows become node
+  properties; `voe.graph.storable`): an integer beyond 64 bits (a size of 10^30, a cell value) as its
+  decimal text; a string with a lone surrogate (a `\\udcxx` JSON escape with no pair, a file name that is
+  not UTF-8) with it written as the `\\udcxx` escape; a map, or a list of mixed, nested or null items
+  (`"title": {"x": 1}`, `"mediaType": [1]`), as its canonical JSON text (the schema check reports the
+  type as `schema_violation` too); an id or indexed property (id, record_id, filepath, kind, sha256,
+  canonical_id, subject) over 4096 UTF-8 bytes (a 9,000-character filepath) as a hashed key: its first 128
+  characters, `…sha256:` and the sha256 of the whole text, the full text kept in `<prop>_full` (cut at
+  65,536 characters) for filepath, kind and sha256. One defect per value, on the node it came from,
+  located at its JSON pointer in the record file (`/components/3/size`), or at its place in a payload
+  (a parsed cell's SourceLocation); a plain folder's own values (its name and path) have no location.
+- `not_a_regular_file` (rule `file.special`): where a payload should be, the folder holds a symbolic link
+  (to a file or a folder, inside or outside the folder), a FIFO, a socket or a device, or the path lies
+  under a symlinked folder. Ingest reads only what the folder holds: the link is not followed and the
+  special file is not opened, so nothing of the target reaches the graph; the component is not held
+  (`status: "not_a_regular_file"`). In a NERDm record the defect is on the component, at
+  `/components/N/filepath` (a Subcollection that is a symlink too); in a plain folder the entry is a
+  DataFile component (`entry_type` says what it is) and the defect, at `<path>#entry`, has no
+  SourceLocation (no bytes at that path to point into).
+
+Refused as input (an InputError naming the file, exit 2, the other paths still ingested): a record file
+that nests arrays and objects deeper than 512 levels (`ingest.sources.nerdm.build.MAX_JSON_DEPTH`), a path or a
+`nerdm.json` that is a FIFO, socket or device, and a `nerdm.json` inside a given folder that is a symlink
+(a path the user names is followed). Any other failure while reading, building or writing one path is
+reported for that path (what failed, no traceback; the traceback is logged at debug level).
+
+Rules (plain folders, `ingest/sources/folder.py`): a file named `<target>.sha256` is a ChecksumFile (never evidence)
+that DESCRIBES the component of `<target>`, the same path without `.sha256`, when that file is in the folder.
+
+- `sidecar_checksum_mismatch` (rule `folder.sidecar.bytes`): the sidecar's first whitespace-separated token
+  (so `sha256sum` lines `<hex>  <name>` work too), compared case-insensitively, is not the target's
+  recomputed sha256 (nothing declares one in a plain folder).
+- `sidecar_target_missing` (rule `folder.sidecar.describes`): the folder holds no file at the target path.
+  A sidecar we cannot read is reported as an unreadable input and not checked.
+
+File contents (issue 3 parsers; the subject is the file's Component):
+
+- `format_mismatch` (rule `format.mismatch`): the bytes are another format than the extension says (an
+  `.xlsx` that is really CSV); the file is parsed as what it is.
+- `ragged_rows` (rule `csv.ragged`), `malformed_csv` (rule `csv.syntax`).
+- `unreadable_workbook` (rule `xlsx.read`); `formula_without_cached_value` (rule `xlsx.formula_without_cache`):
+  a cell holding a formula that was never calculated, so its value is not in the file.
+- `not_machine_verifiable` (rule `pdf.no_text_layer`): a PDF page (or the whole PDF) with no text layer.
+- `encrypted_pdf` (rule `pdf.encrypted`), `corrupt_file` (rule `pdf.corrupt`).
+- `xml_not_well_formed` (rule `xml.not_well_formed`), `xml_schema_violation` (rule `xml.schema`): against the
+  AM Bench XSDs, with line numbers.
+- `step_header_missing` (rule `step.header`).
+- `unparseable_file` (rule `file.parse`): a parser failed on the file; the file is still held and hashed.
+- `resource_limit` (rule `parse.budget`): parsing the file reached one of the budgets of `ingest/payloads/limits.py`
+  (inflated bytes, cells, facts, pages, PDF content or characters, XML depth, field length); the facts found
+  before it are kept and the detail names the budget and what was cut ("stopped after 200000 facts (budget
+  facts_per_file); lines after L40213 are not located", "a string of 400000000 characters is truncated to 32768").
+
+A payload the record lists but we do not hold is a status of the component (`held: false`), not a defect.
+
+Stated as facts (`STATED_AS_FACTS`): what a parser found in a held file's bytes (the file-content rules
+above) is also what a reviewer would see, so the compiler shows its detail, which each parser words as a
+statement of what the bytes hold ("page 3 has no text layer", "Sheet1!B7 holds formula =A7*2 with no cached
+value"), never the kind or the rule. The record-level rules are shown as the facts they compare instead
+(compiler/observations.py): a checksum file beside the digest it should match, the `valid` flag, the media
+type beside the file name.
+
+Not defects (hard negatives; facts that look suspicious and are fine under these rules, and why):
+
+- bytes this copy does not hold, when the record declares their size and digest: a status of our copy
+  (`held: false`), not of the archive; the download URL and digest make them checkable.
+- a checksum file that agrees with its target (its content, or its declared sha256 under the NIST sidecar
+  format): the agreement is the check passing.
+- a CSV that begins with a UTF-8 byte order mark or ends its lines in CRLF: both are valid CSV (RFC 4180
+  uses CRLF; the BOM is how Excel marks UTF-8).
+- a formula cell with a cached value: the value is in the file.
+- `application/octet-stream` for any file: unspecific, never wrong (`ingest/rules/media_types.py`).
+- a record reference (a DOI or URL in `references`): the archive names it and it resolves elsewhere; not
+  holding it is not a gap.
+- a file a release renamed (ingest/sources/releases.py): the name is gone, the content is in the release under its
+  new name; and a file a release changed: the current release holds the corrected bytes. A file a release
+  removed with no successor of its name is a gap (`missing_evidence`), not a defect.
+- a reconstructed catalog entry (FACTS.md): facts about records NIST publishes; not NIST bytes, not a gap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class DefectKind(StrEnum):
+    SIDECAR_MARKED_INVALID = "sidecar_marked_invalid"
+    SIDECAR_CHECKSUM_MISMATCH = "sidecar_checksum_mismatch"
+    SIDECAR_TARGET_MISSING = "sidecar_target_missing"
+    CHECKSUM_MISMATCH = "checksum_mismatch"
+    SIZE_MISMATCH = "size_mismatch"
+    UNREADABLE_FILE = "unreadable_file"
+    MISSING_CHECKSUM = "missing_checksum"
+    MEDIA_TYPE_MISMATCH = "media_type_mismatch"
+    SCHEMA_VIOLATION = "schema_violation"
+    FORMAT_MISMATCH = "format_mismatch"
+    RAGGED_ROWS = "ragged_rows"
+    MALFORMED_CSV = "malformed_csv"
+    UNREADABLE_WORKBOOK = "unreadable_workbook"
+    FORMULA_WITHOUT_CACHED_VALUE = "formula_without_cached_value"
+    NOT_MACHINE_VERIFIABLE = "not_machine_verifiable"
+    ENCRYPTED_PDF = "encrypted_pdf"
+    CORRUPT_FILE = "corrupt_file"
+    XML_NOT_WELL_FORMED = "xml_not_well_formed"
+    XML_SCHEMA_VIOLATION = "xml_schema_violation"
+    STEP_HEADER_MISSING = "step_header_missing"
+    UNPARSEABLE_FILE = "unparseable_file"
+    RESOURCE_LIMIT = "resource_limit"
+    VALUE_NOT_STORABLE = "value_not_storable"
+    NOT_A_REGULAR_FILE = "not_a_regular_file"
+
+
+RULES: dict[str, DefectKind] = {
+    "nerdm.sidecar.valid_flag": DefectKind.SIDECAR_MARKED_INVALID,
+    "nerdm.sidecar.bytes": DefectKind.SIDECAR_CHECKSUM_MISMATCH,
+    "nerdm.sidecar.declared": DefectKind.SIDECAR_CHECKSUM_MISMATCH,
+    "nerdm.sidecar.describes": DefectKind.SIDECAR_TARGET_MISSING,
+    "folder.sidecar.bytes": DefectKind.SIDECAR_CHECKSUM_MISMATCH,
+    "folder.sidecar.describes": DefectKind.SIDECAR_TARGET_MISSING,
+    "file.sha256": DefectKind.CHECKSUM_MISMATCH,
+    "file.size": DefectKind.SIZE_MISMATCH,
+    "file.read": DefectKind.UNREADABLE_FILE,
+    "nerdm.datafile.checksum": DefectKind.MISSING_CHECKSUM,
+    "nerdm.media_type": DefectKind.MEDIA_TYPE_MISMATCH,
+    "nerdm.schema": DefectKind.SCHEMA_VIOLATION,
+    "format.mismatch": DefectKind.FORMAT_MISMATCH,
+    "csv.ragged": DefectKind.RAGGED_ROWS,
+    "csv.syntax": DefectKind.MALFORMED_CSV,
+    "xlsx.read": DefectKind.UNREADABLE_WORKBOOK,
+    "xlsx.formula_without_cache": DefectKind.FORMULA_WITHOUT_CACHED_VALUE,
+    "pdf.no_text_layer": DefectKind.NOT_MACHINE_VERIFIABLE,
+    "pdf.encrypted": DefectKind.ENCRYPTED_PDF,
+    "pdf.corrupt": DefectKind.CORRUPT_FILE,
+    "xml.not_well_formed": DefectKind.XML_NOT_WELL_FORMED,
+    "xml.schema": DefectKind.XML_SCHEMA_VIOLATION,
+    "step.header": DefectKind.STEP_HEADER_MISSING,
+    "file.parse": DefectKind.UNPARSEABLE_FILE,
+    "parse.budget": DefectKind.RESOURCE_LIMIT,
+    "graph.value": DefectKind.VALUE_NOT_STORABLE,
+    "file.special": DefectKind.NOT_A_REGULAR_FILE,
+}
+
+# parser findings whose detail states what the bytes hold (shown to a reviewer; see the module docstring)
+STATED_AS_FACTS = frozenset({"format.mismatch", "csv.ragged", "csv.syntax", "xlsx.read", "xlsx.formula_without_cache",
+                             "pdf.no_text_layer", "pdf.encrypted", "pdf.corrupt", "xml.not_well_formed", "xml.schema",
+                             "step.header", "file.parse", "parse.budget"})
+
+
+class Decision(StrEnum):
+    """What a defect of a kind makes of a packet that rests on the item (GOLDS)."""
+
+    FLAG = "flag_source_defect"  # it breaks provenance or checkability: stop the packet and say which item
+    LOCALIZE = "localize_missing_evidence"  # the record attests an item it cannot supply
+    NONE = "not_a_defect"  # the item stands: a curator would fix the record, the data are fine (a hard negative)
+    UNDECIDED = "undecided"  # a finding of our tools, not of the archive: no decision rests on the item at all
+
+
+@dataclass(frozen=True)
+class Gold:
+    decision: Decision
+    why: str
+
+
+# The decision each defect kind leads to, and why, as an AM Bench data curator would put it. A kind marked
+# NONE is recorded in the graph and the item stands (it can be a clean subject, and looks odd: a hard
+# negative); UNDECIDED marks a finding of our own tools, and an item carrying one is neither a defect subject
+# nor a clean one (the compiler leaves it out of packets and menus).
+GOLDS: dict[DefectKind, Gold] = {
+    DefectKind.SIDECAR_MARKED_INVALID: Gold(Decision.FLAG, "The record itself says the item's checksum file is not "
+                                            "valid: nobody can confirm that the bytes a user downloads are the bytes "
+                                            "that were published."),
+    DefectKind.SIDECAR_CHECKSUM_MISMATCH: Gold(Decision.FLAG, "The checksum file and the digest the record declares "
+                                               "for the item disagree: at least one of them is wrong, and the item "
+                                               "cannot be verified until a curator says which."),
+    DefectKind.SIDECAR_TARGET_MISSING: Gold(Decision.LOCALIZE, "A checksum file attests a file the record does not "
+                                            "list: the record names an item it cannot supply."),
+    DefectKind.CHECKSUM_MISMATCH: Gold(Decision.FLAG, "The bytes do not match the digest the record publishes: "
+                                       "corrupt, truncated or replaced without a new digest."),
+    DefectKind.SIZE_MISMATCH: Gold(Decision.FLAG, "The bytes are not the size the record publishes: a truncated or "
+                                   "replaced file."),
+    DefectKind.UNREADABLE_FILE: Gold(Decision.FLAG, "Where the payload should be there is nothing that can be read."),
+    DefectKind.MISSING_CHECKSUM: Gold(Decision.FLAG, "The record publishes no digest for the file, so no copy of it "
+                                      "can ever be checked against the original."),
+    DefectKind.MEDIA_TYPE_MISMATCH: Gold(Decision.FLAG, "The record declares a type that misidentifies the file (a "
+                                         "reserved placeholder such as video/example, or a type of another format): "
+                                         "software and people that trust the metadata open it wrongly. A platform "
+                                         "alias of the right type is not this."),
+    DefectKind.SCHEMA_VIOLATION: Gold(Decision.NONE, "A record that does not follow the NERDm schema to the letter "
+                                      "still identifies its items; a curator fixes the record, the data stand."),
+    DefectKind.FORMAT_MISMATCH: Gold(Decision.FLAG, "The bytes are another format than the name says: the item is "
+                                     "not what the record claims."),
+    DefectKind.RAGGED_ROWS: Gold(Decision.NONE, "Rows of different length are common in instrument exports (header "
+                                 "blocks, notes); the values are still there to check."),
+    DefectKind.MALFORMED_CSV: Gold(Decision.FLAG, "The table cannot be read as CSV: its values cannot be checked."),
+    DefectKind.UNREADABLE_WORKBOOK: Gold(Decision.FLAG, "The workbook cannot be opened: its values cannot be "
+                                         "checked."),
+    DefectKind.FORMULA_WITHOUT_CACHED_VALUE: Gold(Decision.FLAG, "A cell holds a formula that was never calculated: "
+                                                  "the value the data stand on is not in the file."),
+    DefectKind.NOT_MACHINE_VERIFIABLE: Gold(Decision.FLAG, "A page is an image with no text layer: what it states "
+                                            "cannot be checked by a machine."),
+    DefectKind.ENCRYPTED_PDF: Gold(Decision.FLAG, "The document is encrypted: its content cannot be read or "
+                                   "checked."),
+    DefectKind.CORRUPT_FILE: Gold(Decision.FLAG, "The file is corrupt: its content cannot be read."),
+    DefectKind.XML_NOT_WELL_FORMED: Gold(Decision.FLAG, "The XML document is not well-formed: no parser reads it."),
+    DefectKind.XML_SCHEMA_VIOLATION: Gold(Decision.NONE, "A document that departs from the AM Bench XSD is still "
+                                          "readable; the schema evolves between releases (changelog 2.0.0)."),
+    DefectKind.STEP_HEADER_MISSING: Gold(Decision.FLAG, "A STEP model without its header is not a valid STEP file: "
+                                         "it cannot be identified or opened as one."),
+    DefectKind.UNPARSEABLE_FILE: Gold(Decision.UNDECIDED, "One of our parsers failed: a fact about our tools, not about "
+                                      "the archive."),
+    DefectKind.RESOURCE_LIMIT: Gold(Decision.UNDECIDED, "Our parser stopped at a budget: a fact about our tools."),
+    DefectKind.VALUE_NOT_STORABLE: Gold(Decision.UNDECIDED, "A value our graph store cannot hold as it is: a fact about "
+                                        "the store (the value is kept as text)."),
+    DefectKind.NOT_A_REGULAR_FILE: Gold(Decision.FLAG, "Where a payload should be, the archive holds a link or a "
+                                        "special file: the item's bytes are not in the archive to check."),
+}
+
+# Facts that look suspicious and are fine: hard negatives. A packet resting on them is submitted (the
+# compiler puts them on menus and chooses clean packets among them, so that "stop at anything odd" fails).
+HARD_NEGATIVES: tuple[tuple[str, str], ...] = (
+    ("bytes this copy does not hold", "A status of our copy (a metadata-only mirror holds none, a full download "
+     "all), not of the archive: the record's size and digest make the bytes checkable by anyone who downloads "
+     "them."),
+    ("a checksum file that agrees with its target", "The agreement is the check passing."),
+    ("a platform alias of the right media type (application/vnd.ms-excel or text/plain for a .csv, "
+     "application/x-zip-compressed for a .zip, application/octet-stream for anything)",
+     "The type Windows or a browser writes for that extension; the file is what its name says."),
+    ("a CSV that begins with a UTF-8 byte order mark or ends its lines in CRLF", "Both are valid CSV (RFC 4180 "
+     "uses CRLF; the BOM is how Excel marks UTF-8)."),
+    ("a formula cell with a cached value", "The value is in the file."),
+    ("a record reference (a DOI or URL the record cites)", "The archive names it and it resolves elsewhere; not "
+     "holding it is not a gap."),
+    ("a file a release renamed, where the release's changelog states the rename", "The name is gone; the content "
+     "is in the release under its new name."),
+    ("a file a release changed, where the release's changelog names the correction", "The current release holds "
+     "the corrected bytes."),
+    ("a reconstructed catalog entry (FACTS.md)", "Facts about records NIST publishes; not NIST bytes, not a gap."),
+)
+
+
+def decision(kind: str) -> Decision:
+    """The decision a defect of `kind` leads to (an unknown kind decides nothing)."""
+    try:
+        return GOLDS[DefectKind(kind)].decision
+    except ValueError:
+        return Decision.UNDECIDED
