@@ -174,7 +174,7 @@ def _value_at(doc: Any, pointer: str) -> Any:
         return None
 
 
-def _stamp(nodes: list[NodeRow], edges: list[EdgeRow], stamp: str) -> None:
+def stamp_rows(nodes: list[NodeRow], edges: list[EdgeRow], stamp: str) -> None:
     for node in nodes:
         if "record_id" in node.props:
             node.props["ingest_stamp"] = stamp

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
-from voe.ingest.builder import BuilderCore, Origin, RecordGraph, _stamp
+from voe.ingest.builder import BuilderCore, Origin, RecordGraph, stamp_rows
 from voe.ingest.payloads.files import LocalBytes
 from voe.ingest.rules import ids
 from voe.ingest.rules.evidence import evidence_kind
@@ -101,7 +101,7 @@ class CatalogBuilder(BuilderCore):
             self._origins[cid] = self._origins[eid] = Origin(f"L{n}", cid, Label.COMPONENT, location=loc)
         self.g.stamp = hashlib.sha256(b"\0".join(self._stamp_parts)).hexdigest()[:16]
         self._seal()
-        _stamp(self.g.nodes, self.g.edges, self.g.stamp)
+        stamp_rows(self.g.nodes, self.g.edges, self.g.stamp)
         return self.g
 
     def _fallback_origin(self) -> Origin:

@@ -27,7 +27,7 @@ from typing import Any
 
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
-from voe.ingest.builder import BuilderCore, Origin, RecordGraph, _stamp
+from voe.ingest.builder import BuilderCore, Origin, RecordGraph, stamp_rows
 from voe.ingest.payloads.files import SPECIAL_NAMES, LocalBytes, NotRegularFile, hash_file, list_entries, walk_order
 from voe.ingest.rules import ids
 from voe.ingest.rules.evidence import evidence_kind
@@ -128,7 +128,7 @@ class FolderBuilder(BuilderCore):
                 self._check_sidecar(f, held)
         self.g.stamp = hashlib.sha256(b"\0".join(self._stamp_parts)).hexdigest()[:16]
         self._seal()
-        _stamp(self.g.nodes, self.g.edges, self.g.stamp)
+        stamp_rows(self.g.nodes, self.g.edges, self.g.stamp)
         return self.g
 
     def _fallback_origin(self) -> Origin:

@@ -29,12 +29,12 @@ from voe.ingest.builder import (  # noqa: F401 - re-exported: the loader, the pi
     BuilderCore,
     Origin,
     RecordGraph,
-    _stamp,
     _storable_row,
     _text,
     _value_at,
     parser_libraries,
     parser_versions,
+    stamp_rows,
 )
 from voe.ingest.payloads.files import (
     SPECIAL_NAMES,
@@ -280,7 +280,7 @@ class NerdmBuilder(BuilderCore):
         try:
             # a header field of another JSON type than the model reads (a map for a title) is stored as the
             # record has it (made storable, with a defect, by _seal) and reported by the schema check
-            self.header, self._header_unread = _lenient(NerdmHeader, doc)
+            self.header, self._header_unread = lenient(NerdmHeader, doc)
         except ValidationError as exc:
             first = exc.errors()[0]
             ptr = "/" + "/".join(escape_pointer_token(p) for p in first["loc"])
@@ -314,7 +314,7 @@ class NerdmBuilder(BuilderCore):
         parsed: list[tuple[int, NerdmComponent, str]] = []
         by_nerdm_id: dict[str, tuple[int, NerdmComponent, str]] = {}
         for i, raw in enumerate(components_raw):
-            read = _parse_component(raw)
+            read = parse_component(raw)
             if read is None:
                 # Unidentifiable entry: the schema check names it; nothing to hang a node on.
                 if not self.validated:
@@ -345,7 +345,7 @@ class NerdmBuilder(BuilderCore):
         self.g.stamp = hashlib.sha256(b"\0".join(self._stamp_parts)).hexdigest()[:16]
         self._by_nerdm_id = by_nerdm_id
         self._seal()
-        _stamp(self.g.nodes, self.g.edges, self.g.stamp)
+        stamp_rows(self.g.nodes, self.g.edges, self.g.stamp)
         return self.g
 
     def _record_rows(self, first_components: list[Any], count: int, located: bool = True) -> None:
@@ -390,7 +390,7 @@ class NerdmBuilder(BuilderCore):
         nodes, edges = self.g.nodes[n_nodes:], self.g.edges[n_edges:]
         del self.g.nodes[n_nodes:], self.g.edges[n_edges:]
         self.g.late_elements += len(nodes) + len(edges)
-        _stamp(nodes, edges, self.g.stamp)
+        stamp_rows(nodes, edges, self.g.stamp)
         return nodes, edges
 
     def _component(self, i: int, comp: NerdmComponent, cid: str, folders: dict[str, str],
@@ -577,7 +577,7 @@ class NerdmBuilder(BuilderCore):
                             f"{tcomp.filepath}'s declared digest ({expected})")
 
 
-def _parse_component(raw: Any) -> tuple[NerdmComponent, dict[str, Any]] | None:
+def parse_component(raw: Any) -> tuple[NerdmComponent, dict[str, Any]] | None:
     """The component's model of what is well-typed, and the values (by their key path in the component) of
     another JSON type than the model reads; None when it has no string @id."""
     if not isinstance(raw, dict) or not isinstance(raw.get("@id"), str):
@@ -596,13 +596,13 @@ def _parse_component(raw: Any) -> tuple[NerdmComponent, dict[str, Any]] | None:
     checksum = raw.get("checksum")
     if isinstance(checksum, dict):
         try:
-            cs, cs_unread = _lenient(NerdmChecksum, checksum)
+            cs, cs_unread = lenient(NerdmChecksum, checksum)
             clean["checksum"] = cs.model_dump(exclude_none=True)
             unread.update({f"checksum/{k}": v for k, v in cs_unread.items()})
         except ValidationError:
             clean.pop("checksum")
     try:
-        comp, top = _lenient(NerdmComponent, clean)
+        comp, top = lenient(NerdmComponent, clean)
     except ValidationError:  # pragma: no cover - @id is a string, and every other field is optional
         return None
     unread.update(top)
@@ -612,7 +612,7 @@ def _parse_component(raw: Any) -> tuple[NerdmComponent, dict[str, Any]] | None:
 M = TypeVar("M", bound=BaseModel)
 
 
-def _lenient(model: type[M], raw: dict[str, Any]) -> tuple[M, dict[str, Any]]:
+def lenient(model: type[M], raw: dict[str, Any]) -> tuple[M, dict[str, Any]]:
     """The model of what in `raw` is well-typed, and the top-level keys (with their values) whose value is of
     another JSON type than the model reads. Raises ValidationError when a required field is unusable."""
     try:

@@ -36,7 +36,7 @@ import ijson
 from voe.canonical import canonical
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow, storable
-from voe.ingest.builder import _stamp
+from voe.ingest.builder import stamp_rows
 from voe.ingest.payloads.files import list_entries
 from voe.ingest.rules import ids
 from voe.ingest.sources.nerdm.build import (
@@ -45,8 +45,8 @@ from voe.ingest.sources.nerdm.build import (
     NerdmBuilder,
     NerdmComponent,
     NerdmHeader,
-    _lenient,
-    _parse_component,
+    lenient,
+    parse_component,
     probe_holding,
 )
 from voe.ingest.sources.nerdm.schema import NerdmSchemas, Violation
@@ -317,7 +317,7 @@ class NerdmStream(NerdmBuilder):
         if storable(record_file.name)[1]:
             raise NotStreamable("a file name Neo4j cannot store as it is")  # its defect is located at the root
         try:
-            self.header, self._header_unread = _lenient(NerdmHeader, doc)
+            self.header, self._header_unread = lenient(NerdmHeader, doc)
         except Exception as exc:  # noqa: BLE001 - the in-memory path names the field (pipeline falls back)
             raise NotStreamable(f"header: {exc}") from exc
         self._start(self.header.ark, ids.record_id(self.header.ark, self.header.version), self.header.version,
@@ -370,7 +370,7 @@ class NerdmStream(NerdmBuilder):
         for i, raw in enumerate(self._items()):
             if i < 5:
                 self._first.append(raw)
-            read = _parse_component(raw)
+            read = parse_component(raw)
             if read is None:
                 continue
             comp = read[0]
@@ -434,7 +434,7 @@ class NerdmStream(NerdmBuilder):
 
     def _finish_rows(self, first: bool) -> tuple[list[NodeRow], list[EdgeRow]]:
         self._seal(first=first)
-        _stamp(self.g.nodes, self.g.edges, self.g.stamp)
+        stamp_rows(self.g.nodes, self.g.edges, self.g.stamp)
         nodes, edges = self.g.nodes, self.g.edges
         self.g.nodes, self.g.edges = [], []
         return nodes, edges
@@ -478,7 +478,7 @@ class NerdmStream(NerdmBuilder):
             self._whole.update(b"," + text if i else text)
         targets = _Targets(self)
         for i, raw in batch:
-            read = _parse_component(raw)
+            read = parse_component(raw)
             if read is None:
                 if not self.validated:
                     self.defect("nerdm.schema", self.rec_id, Label.RECORD, f"/components/{i}",
