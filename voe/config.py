@@ -7,6 +7,7 @@ that Bolt port is used, so every voe command reaches the user's own server witho
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -48,11 +49,23 @@ def local_password(uri: str, cache_dir: Path) -> str | None:
     if host not in LOOPBACK:
         return None
     wanted = f"server.bolt.listen_address=127.0.0.1:{port}"
+    found: list[tuple[bool, str]] = []  # (not running, password): an instance running on the port comes first
     for conf in sorted((cache_dir / "instances").glob("*/conf/neo4j.conf")):
         try:
             if wanted not in conf.read_text().splitlines():
                 continue
-            return (conf.parent.parent / "password").read_text().strip() or None
+            password = (conf.parent.parent / "password").read_text().strip()
         except OSError:
             continue
-    return None
+        if password:
+            found.append((not _running(conf.parent.parent / "neo4j.pid"), password))
+    return sorted(found, key=lambda f: f[0])[0][1] if found else None
+
+
+def _running(pid_file: Path) -> bool:
+    """Whether the pid file names a live process (two instances may have used one port, one at a time)."""
+    try:
+        os.kill(int(pid_file.read_text().strip()), 0)
+    except (OSError, ValueError):
+        return False
+    return True

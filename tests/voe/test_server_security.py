@@ -144,3 +144,19 @@ def test_a_fresh_voe_db_up_is_closed_and_its_password_is_the_owners_alone(neo4j_
             pass
     finally:
         server.down()
+
+
+def test_the_password_is_the_running_instances_when_two_have_used_the_port(tmp_path: Path) -> None:
+    """Two local instances configured on one Bolt port (one at a time): the password of the one whose process is
+    alive is the one voe's commands use, whatever the instances' names sort as."""
+    port = 49999
+    for name, pid, password in (("a-stopped", 2 ** 22 + 12345, "old"), ("b-running", os.getpid(), "new")):
+        home = tmp_path / "instances" / name
+        (home / "conf").mkdir(parents=True)
+        (home / "conf" / "neo4j.conf").write_text(f"server.bolt.listen_address=127.0.0.1:{port}\n")
+        (home / "password").write_text(password + "\n")
+        (home / "neo4j.pid").write_text(f"{pid}\n")
+    assert local_password(f"bolt://127.0.0.1:{port}", tmp_path) == "new"
+    (tmp_path / "instances" / "b-running" / "neo4j.pid").write_text(f"{2 ** 22 + 12346}\n")
+    assert local_password(f"bolt://127.0.0.1:{port}", tmp_path) == "old"  # none running: the first by name
+    assert local_password("bolt://127.0.0.1:1", tmp_path) is None
