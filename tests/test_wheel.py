@@ -36,7 +36,7 @@ def test_the_wheel_holds_only_the_voe_namespace(wheel: Path) -> None:
     assert top == {"voe", wheel.name.split("-py3")[0] + ".dist-info"}
     for stage in ("ingest", "compiler", "replay", "verifiers", "export", "cli"):
         assert f"voe/{stage}/__init__.py" in names  # the stage folders, mapped under voe
-    assert "voe/ingest/parsers/registry.py" in names and "voe/_data/cypher/schema.cypher" in names
+    assert "voe/ingest/payloads/parsers/registry.py" in names and "voe/_data/cypher/schema.cypher" in names
     with zipfile.ZipFile(wheel) as zf:
         entry = zf.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "voe = voe.cli:main" in entry
