@@ -1,7 +1,7 @@
 """A first bulk load through neo4j-admin's offline importer (ingest/write/bulk.py, `voe db import`, issue 13) gives the
 graph `voe ingest` of the same paths gives: node for node (labels, every property and its type), relationship
 for relationship; a database that holds anything is refused and left as it was. The bulk load runs on a local
-server of its own (instance "bulk-test", Bolt 27687), stopped and started by the import."""
+server of its own (instance "bulk-test", on free ports), stopped and started by the import."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.ingest.test_replace import snapshot
+from tests.ports import free_ports
 from voe.config import Neo4jSettings
 from voe.graph import Graph
 from voe.ingest import ingest_paths
@@ -23,7 +24,8 @@ PATHS = ("mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template",
 
 @pytest.fixture(scope="module")
 def bulk_server() -> Iterator[LocalNeo4j]:
-    server = LocalNeo4j("bulk-test", bolt_port=27687, http_port=27474, heap="512m", pagecache="64m")
+    bolt, http = free_ports()
+    server = LocalNeo4j("bulk-test", bolt_port=bolt, http_port=http, heap="512m", pagecache="64m")
     server.up()
     try:
         yield server

@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import IN_CI
+from tests.ports import free_ports
 from voe.config import Neo4jSettings
 from voe.errors import ServerError
 from voe.graph import Graph
 from voe.neo4j_server import LocalNeo4j
-
-BOLT, HTTP = 57687, 57474
 
 
 def _big_record(root: Path, n: int) -> Path:
@@ -37,14 +36,15 @@ def _big_record(root: Path, n: int) -> Path:
 
 @pytest.mark.neo4j  # starts and stops a server of its own
 def test_neo4j_stopped_mid_ingest_is_one_line_exit_1_and_no_partial_record(tmp_path: Path) -> None:
-    server = LocalNeo4j("fault", BOLT, HTTP, heap="1g", pagecache="128m")
+    bolt, http = free_ports()
+    server = LocalNeo4j("fault", bolt, http, heap="1g", pagecache="128m")
     try:
         server.up()
     except ServerError as exc:
         if IN_CI:
             pytest.fail(f"could not start the fault-test Neo4j: {exc}", pytrace=False)
         pytest.skip(f"could not start the fault-test Neo4j: {exc}")
-    uri = f"bolt://127.0.0.1:{BOLT}"
+    uri = f"bolt://127.0.0.1:{bolt}"
     try:
         with Graph(Neo4jSettings(uri=uri, password=server.password())) as g:
             g.clear()

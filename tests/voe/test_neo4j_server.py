@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import _unavailable
+from tests.ports import free_ports
 from voe.errors import ServerError
 from voe.neo4j_server import LocalNeo4j
 
@@ -30,9 +31,11 @@ def test_a_tampered_jar_in_the_cache_stops_voe_db_up(neo4j_settings: object, tmp
     data[len(data) // 2] ^= 0xFF
     victim.unlink()
     victim.write_bytes(bytes(data))
+    bolt, http = free_ports()
     env = {**os.environ, "VOE_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, "-m", "voe.cli", "db", "up", "--instance", "tampered", "--bolt-port", "17689",
-                           "--http-port", "17476"], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "voe.cli", "db", "up", "--instance", "tampered",
+                           "--bolt-port", str(bolt), "--http-port", str(http)],
+                          capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 1, proc.stderr
     assert f"{victim.name} (org.neo4j:neo4j-kernel:" in proc.stderr and "does not match its sha256" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -41,19 +44,20 @@ def test_a_tampered_jar_in_the_cache_stops_voe_db_up(neo4j_settings: object, tmp
 
 def test_up_status_browser_down(neo4j_settings: object) -> None:
     # A second, throw-away instance on its own ports: the suite's database is not touched.
-    server = LocalNeo4j("lifecycle", bolt_port=17688, http_port=17475, heap="512m", pagecache="64m")
+    bolt, http = free_ports()
+    server = LocalNeo4j("lifecycle", bolt_port=bolt, http_port=http, heap="512m", pagecache="64m")
     server.down()
     try:
         status = server.up(timeout=180)
         assert status.running and status.version and status.version.startswith("5.26")
-        assert status.browser_url == "http://127.0.0.1:17475/browser/"
+        assert status.browser_url == f"http://127.0.0.1:{http}/browser/"
         with urllib.request.urlopen(status.browser_url, timeout=10) as resp:
             assert resp.status == 200
             assert b"Neo4j Browser" in resp.read()
         again = server.up()  # idempotent: the running server is reused
         assert again.pid == status.pid
         conf = (Path(status.home) / "conf" / "neo4j.conf").read_text()
-        assert "server.bolt.listen_address=127.0.0.1:17688" in conf
+        assert f"server.bolt.listen_address=127.0.0.1:{bolt}" in conf
     finally:
         assert server.down()
     assert not server.status().running

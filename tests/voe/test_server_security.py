@@ -25,6 +25,7 @@ import pytest
 from neo4j import GraphDatabase
 from neo4j.exceptions import AuthError, ClientError
 
+from tests.ports import free_ports
 from voe.config import Neo4jSettings, local_password
 from voe.neo4j_server import LocalNeo4j
 from voe.settings import settings
@@ -106,7 +107,8 @@ def test_the_suites_server_refuses_a_stranger(neo4j_settings: Neo4jSettings) -> 
 
 def test_a_fresh_voe_db_up_is_closed_and_its_password_is_the_owners_alone(neo4j_settings: object, tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    server = LocalNeo4j("fresh-security", bolt_port=17690, http_port=17477, heap="512m", pagecache="64m")
+    bolt, http = free_ports()
+    server = LocalNeo4j("fresh-security", bolt_port=bolt, http_port=http, heap="512m", pagecache="64m")
     argvs: list[list[str]] = []  # every command voe runs while it sets up and starts the server
     for name in ("run", "Popen"):
         real = getattr(subprocess, name)
@@ -138,9 +140,9 @@ def test_a_fresh_voe_db_up_is_closed_and_its_password_is_the_owners_alone(neo4j_
         assert "dbms.security.auth_enabled=true" in conf and "server.http_enabled_modules=BROWSER" in conf
         assert "dbms.security.allow_csv_import_from_file_urls=false" in conf
         # only loopback listens
-        for port in (17690, 17477):
+        for port in (bolt, http):
             assert f"127.0.0.1:{port}" in conf and f"0.0.0.0:{port}" not in conf
-        with socket.create_connection(("127.0.0.1", 17690), timeout=5):
+        with socket.create_connection(("127.0.0.1", bolt), timeout=5):
             pass
     finally:
         server.down()
