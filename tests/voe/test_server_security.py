@@ -73,8 +73,8 @@ class _Listener:
         self.server.server_close()
 
 
-def _attack(bolt_uri: str) -> None:
-    http = _http(bolt_uri)
+def _attack(bolt_uri: str, http: str | None = None) -> None:
+    http = http or _http(bolt_uri)
     # 1. the HTTP Cypher endpoint a page would POST to with fetch(): not served
     request = urllib.request.Request(f"{http}/db/neo4j/tx/commit", method="POST", data=json.dumps(
         {"statements": [{"statement": "MATCH (n) DETACH DELETE n"}]}).encode(),
@@ -135,7 +135,7 @@ def test_a_fresh_voe_db_up_is_closed_and_its_password_is_the_owners_alone(neo4j_
         assert any(any(a.startswith("@") for a in argv) for argv in argvs), argvs
         assert not any(server.password() in a for argv in argvs for a in argv)
         assert not list(server.home.glob("*.args"))
-        _attack(status.bolt_uri)
+        _attack(status.bolt_uri, f"http://127.0.0.1:{http}")
         conf = (server.home / "conf" / "neo4j.conf").read_text()
         assert "dbms.security.auth_enabled=true" in conf and "server.http_enabled_modules=BROWSER" in conf
         assert "dbms.security.allow_csv_import_from_file_urls=false" in conf
