@@ -1,6 +1,6 @@
 """Agent benchmark: the LLM-policy loop (`run_agent`) against the project's own OpenAI-compatible server.
 
-A scripted model on 127.0.0.1 (voe.llm_server.LocalLLMServer) follows every task's reference path, so each
+A scripted model on 127.0.0.1 (tests/llm_server.py: LocalLLMServer) follows every task's reference path, so each
 figure is the cost of the loop itself: the openai client, HTTP, the response caches, the replay environment
 and the run files. Cases:
 
@@ -68,7 +68,7 @@ def entry(view: Any, evidence_id: str) -> str:
 
 
 def reference_reply(view: Any, answer: Any, t: int, delay: float = 0.0) -> Any:
-    from voe.llm_server import Reply
+    from tests.llm_server import Reply
 
     step = answer.reference[min(t, len(answer.reference) - 1)]  # after a detour: the reference's terminal
     args: dict[str, Any] = {"evidence_id": entry(view, step.evidence_id)} if step.evidence_id else (
@@ -169,7 +169,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench-dummy")
     os.environ.pop("OPENAI_BASE_URL", None)
-    from voe.llm_server import LocalLLMServer
+    from tests.llm_server import LocalLLMServer
 
     machine = {"node": platform.node(), "arch": platform.machine(), "cores": os.cpu_count(),
                "python": platform.python_version()}

@@ -37,6 +37,7 @@ def test_the_wheel_holds_only_the_voe_namespace(wheel: Path) -> None:
     for stage in ("ingest", "compiler", "replay", "verifiers", "export", "cli"):
         assert f"voe/{stage}/__init__.py" in names  # the stage folders, mapped under voe
     assert "voe/ingest/payloads/parsers/registry.py" in names and "voe/_data/cypher/schema.cypher" in names
+    assert not [n for n in names if "llm_server" in n]  # the scripted LLM server belongs to the tests
     with zipfile.ZipFile(wheel) as zf:
         entry = zf.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "voe = voe.cli:main" in entry

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.llm_server import LocalLLMServer, Reply
 from voe.artifacts.package import Action, load_package
 from voe.compiler.annotate import TEMPLATE, VERDICT_WORDS, LLMAnnotator, filter_failures, normalise
 from voe.compiler.judge import CRITERIA, CalibrationFailed, Judge, load_cases
@@ -19,7 +20,6 @@ from voe.compiler.moments import INSTRUCTIONS, candidate, find_moments, load_cat
 from voe.graph import Graph
 from voe.ingest import ingest_paths
 from voe.llm import Budget, ChatClient, ResponseCache, Settings
-from voe.llm_server import LocalLLMServer, Reply
 from voe.replay.admission import ReplayAdmission, compile_package, reference_path
 
 SOURCES = ["mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template", "FACTS.md", "ambench-releases"]

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from tests.llm_server import LocalLLMServer, Reply
 from voe.artifacts.package import TaskAnswer, TaskView, load_package
 from voe.graph import Graph
 from voe.llm import Price, Settings
-from voe.llm_server import LocalLLMServer, Reply
 from voe.replay.agent import task_text
 from voe.replay.agent_run import RunStopped, run_agent
 from voe.replay.runner import run_policy

@@ -14,7 +14,7 @@ from typing import Any
 import openai
 import pytest
 
-from voe.llm_server import LocalLLMServer, Reply, scripted
+from tests.llm_server import LocalLLMServer, Reply, scripted
 
 USER: list[Any] = [{"role": "user", "content": "What is the yield strength?"}]  # 27 characters
 TOOLS: list[Any] = [
