@@ -4,8 +4,9 @@ Every budget is a ceiling on work done for one file. Reaching one is not a failu
 `resource_limit` defect (rule `parse.budget`, `ingest/rules/defects.py`) whose detail names the budget and says what
 was cut ("stopped after 200000 facts (budget facts_per_file); lines after L40213 are not located"), keeps the
 facts found so far, and the ingest goes on. Each budget can be set from the environment as
-`VOE_LIMIT_<NAME>` (upper case, e.g. `VOE_LIMIT_FACTS_PER_FILE=100000`); a value that is not a positive
-integer is an error naming the variable. Sizes accept a `K`, `M` or `G` suffix (powers of 1024).
+`VOE_LIMIT_<NAME>` (upper case, e.g. `VOE_LIMIT_FACTS_PER_FILE=100000`), read by pydantic-settings; a value that is
+not a positive whole number is an error naming the variable. Sizes are pydantic `ByteSize`s: `64MiB`, `64MB` (powers
+of 1000), and a bare `K`, `M` or `G` as before (powers of 1024); counts accept `_` and the same bare suffixes.
 
 | budget (`VOE_LIMIT_...`) | default | what it bounds (per file) | when it is reached |
 |---|---|---|---|
@@ -62,68 +63,89 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from typing import Annotated, Any
+
+from annotated_types import Gt
+from pydantic import BeforeValidator, ByteSize, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "VOE_LIMIT_"
-_SUFFIXES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+_BINARY = {"K": "KiB", "M": "MiB", "G": "GiB"}  # a bare K, M or G has meant powers of 1024 since budgets began
+_SCALE = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
 class BudgetError(ValueError):
-    """A `VOE_LIMIT_*` variable that is not a positive integer."""
+    """A `VOE_LIMIT_*` variable that is not a positive whole number (or size), or names no budget."""
 
 
-@dataclass(frozen=True)
-class Budgets:
-    """Ceilings on the work one file may cost (the table in this module's docstring)."""
+def _size(raw: Any) -> Any:
+    if isinstance(raw, str):
+        text = raw.strip().replace("_", "")
+        number = text[:-1].replace(".", "", 1)
+        if text[-1:].upper() in _BINARY and number.isdigit():
+            return text[:-1] + _BINARY[text[-1].upper()]
+        return text
+    return raw
 
-    inflated_bytes_per_file: int = 1 << 30
-    pdf_decoded_bytes: int = 128 << 20
-    cells_per_workbook: int = 4_000_000
-    facts_per_file: int = 200_000
-    pages_per_pdf: int = 2_000
-    pdf_tokens: int = 1_000_000
-    chars_per_pdf: int = 200_000
-    table_cells_per_pdf: int = 10_000
-    xml_elements: int = 1_000_000
-    xml_depth: int = 64
-    xml_attributes: int = 1_000
-    json_depth: int = 512
-    field_length: int = 32_768
-    jsonld_bytes: int = 64 << 20
-    jsonld_values: int = 2_000_000
+
+def _count(raw: Any) -> Any:
+    if isinstance(raw, str):
+        text = raw.strip().replace("_", "")
+        scale = _SCALE.get(text[-1:].upper(), 1)
+        text = text[:-1] if scale > 1 else text
+        return int(text) * scale if text.lstrip("-").isdigit() else raw
+    return raw
+
+
+# pydantic's ByteSize reads `64MiB`, `64MB` (powers of 1000), `1.5GiB`; a bare suffix keeps its old binary meaning
+Size = Annotated[ByteSize, BeforeValidator(_size), Gt(0)]
+Count = Annotated[int, BeforeValidator(_count), Gt(0)]
+
+
+class Budgets(BaseSettings):
+    """Ceilings on the work one file may cost (the table in this module's docstring); `Budgets()` reads every
+    `VOE_LIMIT_<NAME>` set in the environment (pydantic-settings), an empty one counting as unset."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, case_sensitive=False, env_ignore_empty=True,
+                                      frozen=True, extra="forbid")
+
+    inflated_bytes_per_file: Size = ByteSize(1 << 30)
+    pdf_decoded_bytes: Size = ByteSize(128 << 20)
+    cells_per_workbook: Count = 4_000_000
+    facts_per_file: Count = 200_000
+    pages_per_pdf: Count = 2_000
+    pdf_tokens: Count = 1_000_000
+    chars_per_pdf: Count = 200_000
+    table_cells_per_pdf: Count = 10_000
+    xml_elements: Count = 1_000_000
+    xml_depth: Count = 64
+    xml_attributes: Count = 1_000
+    json_depth: Count = 512
+    field_length: Count = 32_768
+    jsonld_bytes: Size = ByteSize(64 << 20)
+    jsonld_values: Count = 2_000_000
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Budgets:
-        """The defaults, overridden by every `VOE_LIMIT_<NAME>` set in `environ` (default `os.environ`)."""
-        env = os.environ if environ is None else environ
-        changes: dict[str, int] = {}
-        for f in fields(cls):
-            var = ENV_PREFIX + f.name.upper()
-            raw = env.get(var)
-            if raw is None or not raw.strip():
-                continue
-            changes[f.name] = _parse(var, raw)
-        known = {ENV_PREFIX + f.name.upper() for f in fields(cls)}
-        unknown = sorted(k for k in env if k.startswith(ENV_PREFIX) and k not in known)
+    def from_env(cls) -> Budgets:
+        """The defaults, overridden by every `VOE_LIMIT_<NAME>` set now; a bad value or an unknown name is a
+        BudgetError naming the variable (pydantic's own message would name only the field)."""
+        known = {ENV_PREFIX + name.upper() for name in cls.model_fields}
+        unknown = sorted(k for k in os.environ if k.upper().startswith(ENV_PREFIX) and k.upper() not in known)
         if unknown:
             raise BudgetError(f"{unknown[0]} is not a budget; known: {', '.join(sorted(known))}")
-        return replace(cls(), **changes)
+        try:
+            return cls()
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            var = ENV_PREFIX + str(error["loc"][0]).upper()
+            raw = next((v for k, v in os.environ.items() if k.upper() == var), error.get("input"))
+            if error["type"] == "greater_than":
+                raise BudgetError(f"{var}={raw!r} must be positive") from None
+            example = "64M" if str(error["loc"][0]) in _SIZES else "100000"
+            raise BudgetError(f"{var}={raw!r} is not a whole number (e.g. {var}={example})") from None
 
 
-def _parse(var: str, raw: str) -> int:
-    text = raw.strip().replace("_", "")
-    scale = 1
-    if text[-1:].upper() in _SUFFIXES:
-        scale = _SUFFIXES[text[-1].upper()]
-        text = text[:-1]
-    try:
-        value = int(text) * scale
-    except ValueError:
-        raise BudgetError(f"{var}={raw!r} is not a whole number (e.g. {var}=100000 or {var}=64M)") from None
-    if value <= 0:
-        raise BudgetError(f"{var}={raw!r} must be positive")
-    return value
+_SIZES = frozenset(name for name, field in Budgets.model_fields.items() if field.annotation is ByteSize)
 
 
 def current() -> Budgets:

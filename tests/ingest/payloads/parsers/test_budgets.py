@@ -36,16 +36,27 @@ def _budget(parsed: Parsed, name: str) -> list[Any]:
 
 # -- budgets from the environment ---------------------------------------------------------------------------------
 
-def test_budgets_come_from_the_environment_and_bad_values_are_named() -> None:
-    b = Budgets.from_env({"VOE_LIMIT_FACTS_PER_FILE": "100000", "VOE_LIMIT_INFLATED_BYTES_PER_FILE": "64M"})
+def test_budgets_come_from_the_environment_and_bad_values_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    default_pages = Budgets().pages_per_pdf
+    monkeypatch.setenv("VOE_LIMIT_FACTS_PER_FILE", "100_000")
+    monkeypatch.setenv("VOE_LIMIT_INFLATED_BYTES_PER_FILE", "64M")  # a bare suffix: powers of 1024, as always
+    monkeypatch.setenv("VOE_LIMIT_PDF_DECODED_BYTES", "3MB")  # ByteSize's own units: MB is 10**6, MiB 2**20
+    monkeypatch.setenv("VOE_LIMIT_JSONLD_BYTES", "1.5KiB")
+    monkeypatch.setenv("VOE_LIMIT_PAGES_PER_PDF", "")  # empty counts as unset
+    b = Budgets.from_env()
     assert b.facts_per_file == 100_000 and b.inflated_bytes_per_file == 64 << 20
-    assert b.pages_per_pdf == Budgets().pages_per_pdf
-    with pytest.raises(BudgetError, match="VOE_LIMIT_FACTS_PER_FILE='lots' is not a whole number"):
-        Budgets.from_env({"VOE_LIMIT_FACTS_PER_FILE": "lots"})
-    with pytest.raises(BudgetError, match="must be positive"):
-        Budgets.from_env({"VOE_LIMIT_PAGES_PER_PDF": "0"})
-    with pytest.raises(BudgetError, match="VOE_LIMIT_FACT_PER_FILE is not a budget"):
-        Budgets.from_env({"VOE_LIMIT_FACT_PER_FILE": "5"})
+    assert b.pdf_decoded_bytes == 3_000_000 and b.jsonld_bytes == 1536
+    assert b.pages_per_pdf == default_pages == 2_000
+    cases = {("VOE_LIMIT_FACTS_PER_FILE", "lots"): "VOE_LIMIT_FACTS_PER_FILE='lots' is not a whole number",
+             ("VOE_LIMIT_JSONLD_BYTES", "big"): r"VOE_LIMIT_JSONLD_BYTES='big' is not a whole number \(e.g. .*=64M\)",
+             ("VOE_LIMIT_PAGES_PER_PDF", "0"): "VOE_LIMIT_PAGES_PER_PDF='0' must be positive",
+             ("VOE_LIMIT_PDF_TOKENS", "-5"): "VOE_LIMIT_PDF_TOKENS='-5' must be positive",
+             ("VOE_LIMIT_FACT_PER_FILE", "5"): "VOE_LIMIT_FACT_PER_FILE is not a budget"}
+    for (var, raw), message in cases.items():
+        with monkeypatch.context() as m:
+            m.setenv(var, raw)
+            with pytest.raises(BudgetError, match=message):
+                Budgets.from_env()
 
 
 def test_a_bad_budget_value_is_an_error_not_a_file_defect(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
