@@ -65,6 +65,7 @@ class Transcript(BaseModel):
     calls: int = 0
     cached_calls: int = 0
     latency_s: float = 0.0
+    retries: int = 0  # tries beyond the first, all calls together (timing.jsonl only: they vary run to run)
 
 
 def task_text(view: TaskView) -> str:
@@ -155,6 +156,7 @@ async def episode(client: ChatClient, env: ReplayEnv, view: TaskView, trajectory
         tr.finish_reasons.append(call.finish_reason)
         tr.calls += 1
         tr.cached_calls += int(call.cached)
+        tr.retries += max(0, call.attempts - 1)
         tr.tokens_in += call.tokens_in
         tr.tokens_out += call.tokens_out
         tr.latency_s = round(tr.latency_s + call.latency_s, 4)

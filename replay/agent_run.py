@@ -75,7 +75,7 @@ def run_agent(pkg: Path, model: str, out: Path, *, passes: int = 1, seed: int = 
               settings: Settings | None = None, concurrency: int = 4, max_requests: int | None = None,
               max_cost: float | None = None, prices: dict[str, Price] | None = None, resume: bool = False,
               use_cache: bool = True, cache_dir: Path | None = None, max_attempts: int = 8,
-              backoff_s: float = 0.5, timeout: float = 120.0,
+              timeout: float = 120.0,
               progress: Any = None) -> RunInfo:
     views, evidence, _, manifest = load_package(pkg)
     settings = settings or Settings(model=model)
@@ -107,7 +107,7 @@ def run_agent(pkg: Path, model: str, out: Path, *, passes: int = 1, seed: int = 
     async def main() -> None:
         client = ChatClient(settings, plan.base_url, cache=ResponseCache(cache_dir or default_cache_dir()),
                             run_cache=ResponseCache(out / "responses"), budget=budget, prices=prices or {},
-                            timeout=timeout, max_attempts=max_attempts, backoff_s=backoff_s)
+                            timeout=timeout, max_attempts=max_attempts)
         gate = asyncio.Semaphore(max(1, concurrency))
 
         async def one(index: int, pass_index: int, view: TaskView) -> None:
@@ -145,12 +145,14 @@ def run_agent(pkg: Path, model: str, out: Path, *, passes: int = 1, seed: int = 
                          "run the same command with --resume to go on")
     ordered = [done[i] for i in range(len(units))]
     write_run_files(out, [s for part in ordered for s in part.steps], [part.summary for part in ordered])
-    (out / "transcripts.jsonl").write_text("".join(part.transcript.model_dump_json(exclude={"latency_s", "cached_calls"}) + "\n"
+    varying = {"latency_s", "cached_calls", "retries"}  # timing.jsonl's: the transcripts stay the same bytes
+    (out / "transcripts.jsonl").write_text("".join(part.transcript.model_dump_json(exclude=varying) + "\n"
                                                    for part in ordered))
     (out / "timing.jsonl").write_text("".join(json.dumps({"trajectory_id": part.summary.trajectory_id,
                                                           "latency_s": part.transcript.latency_s,
                                                           "calls": part.transcript.calls,
-                                                          "cached_calls": part.transcript.cached_calls}) + "\n"
+                                                          "cached_calls": part.transcript.cached_calls,
+                                                          "retries": part.transcript.retries}) + "\n"
                                               for part in ordered))
     tokens_in = sum(p.transcript.tokens_in for p in ordered)
     tokens_out = sum(p.transcript.tokens_out for p in ordered)

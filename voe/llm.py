@@ -1,6 +1,8 @@
-"""Chat completions from any OpenAI-compatible endpoint, as a run needs them: retries with backoff on rate
-limits, server errors and timeouts (honouring Retry-After), a response cache keyed by model, settings and
-conversation, a request and cost budget, and a record of every call (tokens, finish reason, latency).
+"""Chat completions from any OpenAI-compatible endpoint, as a run needs them: the openai client's own retries
+(exponential backoff from 0.5 s to 8 s with jitter on 408, 409, 429, 5xx, timeouts and dropped connections,
+honouring Retry-After up to two minutes), a response cache keyed by model, settings and conversation, a request
+and cost budget (a retried call counts once), and a record of every call (tokens, finish reason, attempts,
+latency).
 
 The API key is read from OPENAI_API_KEY and handed to the client only: it is never part of a cache key,
 a cache entry, a transcript or an error message (`redact`).
@@ -24,7 +26,7 @@ from voe.errors import UsageError, VoeError
 from voe.settings import settings as environment
 
 CACHE_VERSION = 1
-RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}  # the openai client's switch for a response with retries_taken
 
 
 class LLMError(VoeError):
@@ -148,16 +150,16 @@ def default_cache_dir() -> Path:
 
 
 class ChatClient:
-    """The async client with the run's retry, cache and budget rules."""
+    """The async client with the run's cache and budget rules; retries are the openai client's (`max_attempts`
+    tries a call at most)."""
 
     def __init__(self, settings: Settings, base_url: str | None, *, cache: ResponseCache, run_cache: ResponseCache,
                  budget: Budget,
-                 prices: dict[str, Price], timeout: float = 120.0, max_attempts: int = 8,
-                 backoff_s: float = 0.5, max_backoff_s: float = 60.0) -> None:
+                 prices: dict[str, Price], timeout: float = 120.0, max_attempts: int = 8) -> None:
         import openai
 
         self.settings, self.cache, self.run_cache, self.budget, self.prices = settings, cache, run_cache, budget, prices
-        self.max_attempts, self.backoff_s, self.max_backoff_s = max_attempts, backoff_s, max_backoff_s
+        self.max_attempts = max(1, max_attempts)
         env = environment()
         base = base_url or env.openai_base_url
         key = (env.openai_api_key.get_secret_value() if env.openai_api_key else None) or ("local" if base else None)
@@ -170,7 +172,8 @@ class ChatClient:
     @property
     def _client(self) -> Any:
         if self._async is None:
-            self._async = self._openai.AsyncOpenAI(base_url=self._base, api_key=self._key, max_retries=0,
+            self._async = self._openai.AsyncOpenAI(base_url=self._base, api_key=self._key,
+                                                   max_retries=self.max_attempts - 1,
                                                    timeout=self._timeout)
         return self._async
 
@@ -236,40 +239,21 @@ class ChatClient:
                     attempts=attempts, cached=cached, latency_s=round(latency, 4))
 
     async def _with_retries(self, req: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """The answer and how many tries it took (the client retries; an error here is final)."""
         openai = self._openai
-        for attempt in range(1, self.max_attempts + 1):
-            wait: float | None = None
-            try:
-                # the request is plain JSON already: posted as it is, it skips the client's per-call transform of
-                # the whole conversation (3-4 ms of CPU a call), and the answer comes back as the server's JSON
-                resp = await self._client.post("/chat/completions", body=req, cast_to=dict)
-                if not isinstance(resp, dict) or not isinstance(resp.get("choices"), list):
-                    raise LLMError(redact(f"the endpoint's answer is not a chat completion: {str(resp)[:200]}"))
-                # keys sorted, as the cache stores them: a replayed answer is the same bytes as a live one
-                return json.loads(json.dumps(resp, sort_keys=True)), attempt
-            except openai.APIStatusError as exc:
-                if exc.status_code not in RETRYABLE_STATUS or attempt == self.max_attempts:
-                    raise LLMError(redact(f"the endpoint answered {exc.status_code}: {exc.message}")) from None
-                wait = _retry_after(exc.response.headers)
-            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-                if attempt == self.max_attempts:
-                    raise LLMError(redact(f"the endpoint did not answer ({type(exc).__name__}: {exc})")) from None
-            except openai.OpenAIError as exc:
-                raise LLMError(redact(f"the endpoint's answer is not a chat completion ({exc})")) from None
-            if wait is None:
-                wait = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
-                wait *= 0.5 + random.random()  # jitter: many workers do not retry in lockstep
-            await asyncio.sleep(min(wait, self.max_backoff_s))
-        raise AssertionError("unreachable")
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds from a Retry-After (or retry-after-ms) header, when the server says."""
-    try:
-        if (ms := headers.get("retry-after-ms")) is not None:
-            return max(0.0, float(ms) / 1000)
-        if (s := headers.get("retry-after")) is not None:
-            return max(0.0, float(s))
-    except (TypeError, ValueError):
-        return None
-    return None
+        try:
+            # the request is plain JSON already: posted as it is, it skips the client's per-call transform of the
+            # whole conversation (3-4 ms of CPU a call); the raw response says how many retries it took
+            raw = await self._client.post("/chat/completions", body=req, cast_to=dict,
+                                          options={"headers": RAW_RESPONSE})
+            resp = raw.parse()
+        except openai.APIStatusError as exc:
+            raise LLMError(redact(f"the endpoint answered {exc.status_code}: {exc.message}")) from None
+        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            raise LLMError(redact(f"the endpoint did not answer ({type(exc).__name__}: {exc})")) from None
+        except (openai.OpenAIError, ValueError) as exc:
+            raise LLMError(redact(f"the endpoint's answer is not a chat completion ({exc})")) from None
+        if not isinstance(resp, dict) or not isinstance(resp.get("choices"), list):
+            raise LLMError(redact(f"the endpoint's answer is not a chat completion: {str(resp)[:200]}"))
+        # keys sorted, as the cache stores them: a replayed answer is the same bytes as a live one
+        return json.loads(json.dumps(resp, sort_keys=True)), int(getattr(raw, "retries_taken", 0)) + 1

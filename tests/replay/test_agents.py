@@ -147,8 +147,10 @@ def test_rate_limits_and_server_errors_are_retried(package: Path, tmp_path: Path
         return reference_reply(view, answer, t)
 
     with LocalLLMServer(respond) as server:
-        run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url, concurrency=1, backoff_s=0.01)
+        run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url, concurrency=1)
         clean_calls = server.calls - 4
+    timing = [json.loads(line) for line in (tmp_path / "run" / "timing.jsonl").read_text().splitlines()]
+    assert [t["retries"] for t in timing][:2] == [4, 0] and sum(t["retries"] for t in timing) == 4
     with LocalLLMServer(model(tasks, lambda *a: None)) as server:
         run_agent(package, "scripted", tmp_path / "clean", base_url=server.base_url, concurrency=1, use_cache=False)
         assert server.calls == clean_calls
@@ -160,8 +162,7 @@ def test_a_server_that_keeps_failing_stops_the_run_cleanly_and_resume_finishes_i
     tasks = Tasks(package)
     with LocalLLMServer(lambda body, i: Reply.error(500, "overloaded")) as server:
         with pytest.raises(RunStopped, match="trajectories failed.*--resume"):
-            run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url, max_attempts=2,
-                      backoff_s=0.01)
+            run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url, max_attempts=2)
     assert not (tmp_path / "run" / "trajectories.jsonl").exists()
     with LocalLLMServer(model(tasks, lambda *a: None)) as server:
         run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url, resume=True)
