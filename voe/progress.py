@@ -1,7 +1,8 @@
 """Progress of long commands on stderr: messages, and a bar for counted work (paths, files, moments, episodes).
 
-On a terminal the bar redraws in place at most ten times a second; elsewhere (a log, CI) it prints one line
-when the work ends, so logs stay readable. `--quiet` turns both off; `--json` does not (it is stdout's shape).
+On a terminal the bar is rich's live display (redrawn ten times a second, so its clock moves while one long file
+is parsed; messages print above it); elsewhere (a log, CI) a bar prints one line when the work ends, so logs stay
+readable. `--quiet` turns both off; `--json` does not (it is stdout's shape).
 """
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ from __future__ import annotations
 import sys
 import time
 from typing import IO
+
+from rich.console import Console
+from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as Live
 
 
 class Progress:
@@ -21,11 +26,11 @@ class Progress:
     def say(self, message: str) -> None:
         if not self.enabled:
             return
-        if self._bar is not None and self.tty:
-            self.stream.write("\r\x1b[K")  # the message goes above the bar, which redraws below it
+        if self._bar is not None and self._bar.live is not None:
+            # through the live display's console: the message lands above the bar, which redraws below it
+            self._bar.live.console.print(message, markup=False, highlight=False, soft_wrap=True)
+            return
         self.stream.write(message + "\n")
-        if self._bar is not None:
-            self._bar.draw(force=True)
         self.stream.flush()
 
     def bar(self, label: str, total: int, unit: str = "") -> Bar:
@@ -38,10 +43,17 @@ class Bar:
         self.progress, self.label, self.total, self.unit = progress, label, total, unit
         self.done = 0
         self.started = time.monotonic()
-        self._drawn = 0.0
+        self.live: Live | None = None
+        self._closed = False
+        if progress.enabled and progress.tty:
+            console = Console(file=progress.stream, force_terminal=True, highlight=False, soft_wrap=True)
+            self.live = Live(TextColumn("{task.description}"), BarColumn(bar_width=24),
+                             TextColumn("{task.fields[count]} ({task.fields[rate]})"), TimeElapsedColumn(),
+                             console=console, transient=True, refresh_per_second=10)
+            self._task = self.live.add_task(label, total=total or None, count=self._count(), rate=self._rate())
+            self.live.start()
 
     def __enter__(self) -> Bar:
-        self.draw(force=True)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -54,7 +66,9 @@ class Bar:
         self.done = done
         if total is not None:
             self.total = total
-        self.draw()
+        if self.live is not None:
+            self.live.update(self._task, completed=done, total=self.total or None, count=self._count(),
+                             rate=self._rate())
 
     def _amount(self, n: float) -> str:
         if self.unit != "B":
@@ -70,30 +84,23 @@ class Bar:
             return f"{self._amount(self.done)}/{self._amount(self.total)}"
         return f"{self.done}/{self.total}" + (f" {self.unit}" if self.unit else "")
 
-    def _line(self) -> str:
+    def _rate(self) -> str:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         rate = self.done / elapsed
-        width = 24
-        filled = min(width, int(width * self.done / self.total)) if self.total else width
-        eta = f", {max(self.total - self.done, 0) / rate:.0f} s left" if rate > 0 and self.done < self.total else ""
         per_s = f"{self._amount(rate)}/s" if self.unit == "B" else f"{rate:.1f}/s"
-        return f"{self.label} [{'#' * filled}{'.' * (width - filled)}] {self._count()} ({per_s}{eta})"
-
-    def draw(self, force: bool = False) -> None:
-        p = self.progress
-        if not p.enabled or not p.tty:
-            return
-        now = time.monotonic()
-        if force or now - self._drawn >= 0.1 or self.done >= self.total:
-            self._drawn = now
-            p.stream.write("\r\x1b[K" + self._line())
-            p.stream.flush()
+        left = f", {max(self.total - self.done, 0) / rate:.0f} s left" if rate > 0 and self.done < self.total else ""
+        return per_s + left
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         p = self.progress
+        if self.live is not None:
+            self.live.stop()  # transient: the live bar is erased, the summary line below replaces it
         if p.enabled:
             elapsed = time.monotonic() - self.started
-            p.stream.write(("\r\x1b[K" if p.tty else "") + f"{self.label}: {self._count()} in {elapsed:.1f} s\n")
+            p.stream.write(f"{self.label}: {self._count()} in {elapsed:.1f} s\n")
             p.stream.flush()
         if p._bar is self:
             p._bar = None
