@@ -6,10 +6,12 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import jsonpointer
 
 from voe.canonical import canonical
 
@@ -139,17 +141,20 @@ def span_sha256(value: Any) -> str:
 
 
 def escape_pointer_token(token: str | int) -> str:
-    return str(token).replace("~", "~0").replace("/", "~1")
+    return jsonpointer.escape(str(token))
+
+
+def pointer_of(path: Iterable[str | int]) -> str:
+    """RFC 6901: the pointer to the value at `path` (keys and indices)."""
+    return jsonpointer.JsonPointer.from_parts(list(path)).path
 
 
 def resolve_pointer(doc: Any, pointer: str) -> Any:
-    """RFC 6901. Raises KeyError/IndexError when the pointer does not resolve."""
-    if pointer == "":
-        return doc
-    if not pointer.startswith("/"):
+    """RFC 6901 (the `jsonpointer` library). Raises KeyError when the pointer does not resolve."""
+    try:
+        value = jsonpointer.resolve_pointer(doc, pointer)
+    except jsonpointer.JsonPointerException as exc:
+        raise KeyError(pointer) from exc
+    if isinstance(value, jsonpointer.EndOfList):  # `-`, the element after the last: no value to read
         raise KeyError(pointer)
-    node = doc
-    for raw in pointer[1:].split("/"):
-        token = raw.replace("~1", "/").replace("~0", "~")
-        node = node[int(token)] if isinstance(node, list) else node[token]
-    return node
+    return value

@@ -41,9 +41,9 @@ from voe.ingest.payloads.files import (
     LocalBytes,
     NotRegularFile,
     entry_kind,
-    escape_pointer_token,
     hash_file,
     list_entries,
+    pointer_of,
 )
 from voe.ingest.rules import ids, media_types
 from voe.ingest.rules.evidence import evidence_kind, reference_kind
@@ -283,7 +283,7 @@ class NerdmBuilder(BuilderCore):
             self.header, self._header_unread = lenient(NerdmHeader, doc)
         except ValidationError as exc:
             first = exc.errors()[0]
-            ptr = "/" + "/".join(escape_pointer_token(p) for p in first["loc"])
+            ptr = pointer_of(first["loc"])
             raise InputError(f"NERDm header field is unusable: {first['msg']}", path=str(record_file),
                              pointer=ptr) from exc
         # whether the schema check ran is part of the stamp: its defects exist only when it did

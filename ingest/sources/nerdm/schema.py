@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -28,6 +28,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
 from voe.canonical import canonical
+from voe.ingest.payloads.files import pointer_of, resolve_pointer
 from voe.resources import data_path
 from voe.settings import settings
 
@@ -55,10 +56,6 @@ class Violation:
     pointer: str
     message: str
     schema: str
-
-
-def _pointer(path: Iterator[Any] | Any) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
 class NerdmSchemas:
@@ -114,15 +111,10 @@ class NerdmSchemas:
         doc = self._docs.get(base.rstrip("#"))
         if doc is None or not fragment.strip("/"):
             return None
-        node: Any = doc
-        for raw in fragment.lstrip("/").split("/"):
-            token = unquote(raw).replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and token in node:
-                node = node[token]
-            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-                node = node[int(token)]
-            else:
-                return f"names {fragment!r}, which the schema {base} does not define"
+        try:  # each token percent-decoded on its own: a %2F inside one is not a separator
+            resolve_pointer(doc, "/" + "/".join(unquote(raw) for raw in fragment.lstrip("/").split("/")))
+        except KeyError:
+            return f"names {fragment!r}, which the schema {base} does not define"
         return None
 
     def validate(self, record: dict[str, Any]) -> list[Violation]:
@@ -165,7 +157,7 @@ class SchemaCheck:
             except fastjsonschema.JsonSchemaException:
                 pass  # fall through to the authoritative check (JsonSchemaDefinitionException included)
             for err in validator.iter_errors(obj):
-                ptr = prefix + _pointer(err.absolute_path)
+                ptr = prefix + pointer_of(err.absolute_path)
                 self.found.setdefault((ptr, err.message), Violation(ptr, err.message[:500], uri))
         except Exception as exc:  # noqa: BLE001 - a schema that cannot be applied is a finding, not a crash
             msg = f"the schema could not be applied ({type(exc).__name__}: {str(exc)[:300]})"
