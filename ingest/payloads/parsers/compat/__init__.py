@@ -1,1 +1,1 @@
-"""Forks and patches of third-party parser internals (pdfminer), isolated here: see each module."""
+"""Forks and patches of third-party parser internals (pdfminer, openpyxl), isolated here: see each module."""

@@ -1,5 +1,4 @@
-"""The third-party internals voe patches or reads (parsers/compat/pdfminer.py, parsers/tabular.py's openpyxl
-reader) still exist with the shapes voe relies on: a library release that renames one fails here, by name,
+"""The third-party internals voe patches or reads (parsers/compat/pdfminer.py, parsers/compat/openpyxl.py) still exist with the shapes voe relies on: a library release that renames one fails here, by name,
 rather than silently removing a budget. pyproject bounds both libraries; this is what a bump must pass."""
 
 from __future__ import annotations
@@ -60,6 +59,8 @@ def test_the_patches_are_installed_and_keep_the_originals() -> None:
 
 def test_the_openpyxl_internals_the_xlsx_reader_uses_exist() -> None:
     from openpyxl.reader.excel import ExcelReader
+
+    from voe.ingest.payloads.parsers.compat import openpyxl as fork
     from openpyxl.utils import get_column_letter, range_boundaries
     from openpyxl.utils.cell import coordinate_to_tuple
     from openpyxl.workbook.child import INVALID_TITLE_REGEX, avoid_duplicate_name
@@ -68,9 +69,16 @@ def test_the_openpyxl_internals_the_xlsx_reader_uses_exist() -> None:
 
     assert SHARED_STRINGS and INVALID_TITLE_REGEX.pattern and callable(avoid_duplicate_name)
     assert coordinate_to_tuple("B3") == (3, 2) and get_column_letter(3) == "C" and range_boundaries("A1:B2")
-    assert callable(ExcelReader)
-    for method in ("parse_cell", "parse_formula", "parse_merge"):
-        assert callable(getattr(WorkSheetParser, method, None)) or method == "parse_merge", method
+    for method in ("read_strings", "read_worksheets", "read"):  # the fork overrides the first two, calls the last
+        assert callable(getattr(ExcelReader, method, None)), method
+    assert {"fn", "read_only", "keep_vba", "data_only", "keep_links"} <= set(_params(ExcelReader.__init__))
+    assert {"src", "shared_strings", "data_only", "epoch", "date_formats", "timedelta_formats"} <= set(
+        _params(WorkSheetParser.__init__))
+    for attr in ("parse_cell", "parse_formula"):
+        assert callable(getattr(WorkSheetParser, attr, None)), attr
+    parser = WorkSheetParser(None, [], data_only=False)
+    assert {"row_counter", "col_counter"} <= set(vars(parser))  # the fork drives openpyxl's counters itself
+    assert fork.cell_name(3, 2) == "B3" and fork.cell_name(1, 20000) == "R1C20000"  # past XFD: no letters
 
 
 @pytest.mark.parametrize("lib", ["openpyxl", "pdfplumber", "pdfminer.six"])
