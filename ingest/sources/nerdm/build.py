@@ -269,41 +269,39 @@ class NerdmBuilder(BuilderCore):
     """A NERDm record folder: the record file's header and components, their payloads and sidecars."""
 
     def __init__(self, record_file: Path, raw: bytes, doc: dict[str, Any], validated: bool) -> None:
+        self._open(record_file, doc, hashlib.sha256(raw).hexdigest(), len(raw), validated)
+
+    def _open(self, record_file: Path, doc: dict[str, Any], file_sha: str, file_size: int, validated: bool) -> None:
+        """The state both readers of a record file share (the whole file here, passes in NerdmStream)."""
         self.record_file = record_file
         self.root = record_file.parent
         self.doc = doc
-        self.file_sha = hashlib.sha256(raw).hexdigest()
-        self.file_size = len(raw)
+        self.file_sha = file_sha
+        self.file_size = file_size
         self.provenance = "nist_bytes"  # a reconstructed catalog says so instead (ingest/sources/catalog.py)
         self.validated = validated  # when False, structural problems the schema would name are reported here
         self._by_nerdm_id: dict[str, tuple[int, NerdmComponent, str]] = {}
-        try:
-            # a header field of another JSON type than the model reads (a map for a title) is stored as the
-            # record has it (made storable, with a defect, by _seal) and reported by the schema check
-            self.header, self._header_unread = lenient(NerdmHeader, doc)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            ptr = pointer_of(first["loc"])
-            raise InputError(f"NERDm header field is unusable: {first['msg']}", path=str(record_file),
-                             pointer=ptr) from exc
+        self.header, self._header_unread = self._read_header(doc)
         # whether the schema check ran is part of the stamp: its defects exist only when it did
         self._start(self.header.ark, ids.record_id(self.header.ark, self.header.version), self.header.version,
                     self.header.title, [self.file_sha.encode(), b"schema" if validated else b"no-schema"])
         self._entries = list_entries(self.root)  # what the folder holds; symlinks listed, never followed
         self._any_special = any(kind not in ("file", "dir") for kind in self._entries.values())
 
-
-
-
-
+    def _read_header(self, doc: dict[str, Any]) -> tuple[NerdmHeader, dict[str, Any]]:
+        try:
+            # a header field of another JSON type than the model reads (a map for a title) is stored as the
+            # record has it (made storable, with a defect, by _seal) and reported by the schema check
+            return lenient(NerdmHeader, doc)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise InputError(f"NERDm header field is unusable: {first['msg']}", path=str(self.record_file),
+                             pointer=pointer_of(first["loc"])) from exc
 
     # -- what Neo4j can store ------------------------------------------------------------------
     def _fallback_origin(self) -> Origin:
         """Where the Record node's own values are reported (the record file's root)."""
         return Origin("", self.rec_id, Label.RECORD, fields=RECORD_FIELDS)
-
-
-
 
     # -- the record ----------------------------------------------------------------------------
     def build(self) -> RecordGraph:

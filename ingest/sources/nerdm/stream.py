@@ -37,7 +37,6 @@ from voe.canonical import canonical
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow, storable
 from voe.ingest.builder import stamp_rows
-from voe.ingest.payloads.files import list_entries
 from voe.ingest.rules import ids
 from voe.ingest.sources.nerdm.build import (
     MAX_JSON_DEPTH,
@@ -298,14 +297,6 @@ class NerdmStream(NerdmBuilder):
         # the components list is as long as the record's, filled with the current chunk's components only, so
         # JSON pointers into them resolve as in the whole document (8 bytes per component)
         self._window: list[Any] = [None] * scanned.count
-        doc = {**scanned.header, "components": self._window}
-        self.record_file = record_file
-        self.root = record_file.parent
-        self.doc = doc
-        self.file_sha = scanned.sha256
-        self.file_size = scanned.size
-        self.provenance = "nist_bytes"
-        self.validated = schemas is not None
         header = scanned.header
         try:  # read_record's test, to the letter
             looks_nerdm = "nerdm" in str(header.get("_schema", "")) or any(
@@ -316,14 +307,8 @@ class NerdmStream(NerdmBuilder):
             raise NotStreamable("not a NERDm record")  # read_record says which check failed
         if storable(record_file.name)[1]:
             raise NotStreamable("a file name Neo4j cannot store as it is")  # its defect is located at the root
-        try:
-            self.header, self._header_unread = lenient(NerdmHeader, doc)
-        except Exception as exc:  # noqa: BLE001 - the in-memory path names the field (pipeline falls back)
-            raise NotStreamable(f"header: {exc}") from exc
-        self._start(self.header.ark, ids.record_id(self.header.ark, self.header.version), self.header.version,
-                    self.header.title, [self.file_sha.encode(), b"schema" if self.validated else b"no-schema"])
-        self._entries = list_entries(self.root)
-        self._any_special = any(kind not in ("file", "dir") for kind in self._entries.values())
+        self._open(record_file, {**header, "components": self._window}, scanned.sha256, scanned.size,
+                   schemas is not None)
         self._index: dict[bytes, int | bytes] = {}
         self._folders: dict[str, str] = {}
         self._folder_index: dict[str, int] = {}
@@ -340,6 +325,12 @@ class NerdmStream(NerdmBuilder):
         self._canonical: dict[str, bytes] = {}  # the current chunk's components, by JSON pointer
         self._first: list[Any] = []  # the first five components: the archive is named by their download host
         self.kinds: Counter[str] = Counter()  # components by kind, from the first pass
+
+    def _read_header(self, doc: dict[str, Any]) -> tuple[NerdmHeader, dict[str, Any]]:
+        try:
+            return lenient(NerdmHeader, doc)
+        except Exception as exc:  # noqa: BLE001 - the in-memory path names the field (pipeline falls back)
+            raise NotStreamable(f"header: {exc}") from exc
 
     # -- pass 2 ----------------------------------------------------------------------------------
     def _items(self) -> Iterator[Any]:

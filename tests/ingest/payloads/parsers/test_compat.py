@@ -1,5 +1,6 @@
-"""The third-party internals voe patches or reads (parsers/compat/pdfminer.py, parsers/compat/openpyxl.py) still exist with the shapes voe relies on: a library release that renames one fails here, by name,
-rather than silently removing a budget. pyproject bounds both libraries; this is what a bump must pass."""
+"""The third-party internals voe patches or reads (parsers/compat/pdfminer.py, parsers/compat/openpyxl.py) still
+exist with the shapes voe relies on: a library release that renames one fails here, by name, rather than
+silently removing a budget. pyproject bounds both libraries; this is what a bump must pass."""
 
 from __future__ import annotations
 
@@ -59,13 +60,13 @@ def test_the_patches_are_installed_and_keep_the_originals() -> None:
 
 def test_the_openpyxl_internals_the_xlsx_reader_uses_exist() -> None:
     from openpyxl.reader.excel import ExcelReader
-
-    from voe.ingest.payloads.parsers.compat import openpyxl as fork
     from openpyxl.utils import get_column_letter, range_boundaries
     from openpyxl.utils.cell import coordinate_to_tuple
     from openpyxl.workbook.child import INVALID_TITLE_REGEX, avoid_duplicate_name
     from openpyxl.worksheet._reader import WorkSheetParser
     from openpyxl.xml.constants import SHARED_STRINGS
+
+    from voe.ingest.payloads.parsers.compat import openpyxl as fork
 
     assert SHARED_STRINGS and INVALID_TITLE_REGEX.pattern and callable(avoid_duplicate_name)
     assert coordinate_to_tuple("B3") == (3, 2) and get_column_letter(3) == "C" and range_boundaries("A1:B2")
