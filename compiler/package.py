@@ -37,7 +37,7 @@ from voe.compiler.judge import CALIBRATION_TOLERANCE, CalibrationFailed, Calibra
 from voe.compiler.judge import PROMPT_VERSION as JUDGE_PROMPT_VERSION
 from voe.compiler.moments import candidate, find_moments, load_catalog, materialize
 from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow
-from voe.ingest.write.loader import settle
+from voe.ingest import settle
 from voe.jsonl import dump_models
 from voe.ontology import Label, Rel
 from voe.progress import Progress

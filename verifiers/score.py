@@ -10,7 +10,7 @@ from voe.artifacts.package import load_package
 from voe.artifacts.scores import TrajectoryScore, file_sha256
 from voe.errors import InputError
 from voe.graph import Graph
-from voe.ingest.write.loader import settle
+from voe.ingest import settle
 from voe.jsonl import read_jsonl
 from voe.verifiers.graph_verify import verify_run
 from voe.verifiers.metrics import clusters_of, score_trajectory, summarize
