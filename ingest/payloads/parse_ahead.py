@@ -3,7 +3,7 @@
 A builder names up front, in its order, the files it expects to parse (a `ParseAhead` of them); the pool parses a
 few of them ahead while the builder hashes, checks and builds rows, and `take` hands each result over when
 the builder reaches that file. `parse_file` is a pure function of the file's bytes and the budgets, so the rows
-are those of a serial build (tests/ingest/test_parse_ahead.py compares graphs). A file the builder takes that
+are those of a serial build (tests/ingest/payloads/test_parse_ahead.py compares graphs). A file the builder takes that
 was not expected, or passes over, is parsed in the builder's process or dropped: expecting is only a guess.
 
 Workers are forked: `spawn` and `forkserver` run a caller's `__main__` again in each worker, which a script

@@ -6,7 +6,7 @@ added up and the last row's properties, one edge per endpoints and type with the
 record checked whole first (labels and edge endpoints against the ontology, every edge's endpoints present with
 their declared labels), so a record lands whole or not at all. The rows go to CSV files, the local server stops,
 `neo4j-admin database import full` builds the database from them, and the server starts again with voe's schema.
-The graph is the one `voe ingest` of the same paths gives (tests/ingest/test_bulk.py compares them).
+The graph is the one `voe ingest` of the same paths gives (tests/ingest/write/test_bulk.py compares them).
 
 What it does not do: load into a database that holds anything (the importer replaces a whole database), or into
 a server `voe db` does not run (a remote server or a cluster: use `voe ingest`). Each record is built whole in

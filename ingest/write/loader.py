@@ -19,7 +19,7 @@ and an edge with an endpoint this write created is CREATEd (in a later chunk onl
 one no other record's ingest can make: `_scoped`). A CREATE that meets an id a concurrent write committed
 meanwhile fails on the id constraint and the transaction runs again with every shared (not `_scoped`) node
 MERGEd, which waits on the constraint's lock instead of racing it. The graph is the one MERGE of every row
-gives (tests/ingest/test_write_paths.py).
+gives (tests/ingest/write/test_write_paths.py).
 
 Every writing or swapping Record carries its writer's lease: a token taken atomically with the Record
 (`take_lease`: of two ingests racing for one record id, one writes and the other is told the record is

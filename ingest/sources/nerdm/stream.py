@@ -2,7 +2,7 @@
 time, so memory does not grow with the record (issue 13: a million components under 1 GiB).
 
 The same rows as `NerdmBuilder.build` (the class reuses its component, sidecar, defect and sealing code; the
-graph is compared with the in-memory build's in tests/ingest/test_write_paths.py), in another order:
+graph is compared with the in-memory build's in tests/ingest/write/test_write_paths.py), in another order:
 
 1. `scan`: the whole file through ijson's C parser: its JSON syntax, nesting depth, the header (every top-level
    member but `components`), the number of components, and the file's sha256. A file this pass cannot read

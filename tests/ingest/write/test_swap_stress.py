@@ -51,7 +51,7 @@ def _worker(log: Path, folders: list[Path], uri: str, fault: str | None = None) 
     env.pop("VOE_FAULT_AT", None)
     if fault:
         env["VOE_FAULT_AT"] = fault
-    return subprocess.Popen([sys.executable, "-m", "tests.ingest.swap_worker", str(log), *map(str, folders)],
+    return subprocess.Popen([sys.executable, "-m", "tests.ingest.write.swap_worker", str(log), *map(str, folders)],
                             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 

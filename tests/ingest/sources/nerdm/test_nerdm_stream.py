@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import voe.ingest.sources.nerdm.stream as nerdm_stream
-from tests.ingest.test_replace import snapshot
+from tests.ingest.write.test_replace import snapshot
 from voe.graph import Graph
 from voe.ingest import ingest_paths
 from voe.ingest.sources.nerdm.stream import NotStreamable, _lone_surrogate_escape, open_streamed, scan

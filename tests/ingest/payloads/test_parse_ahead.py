@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import voe.ingest.payloads.parse_ahead as parse_ahead
-from tests.ingest.test_replace import snapshot
+from tests.ingest.write.test_replace import snapshot
 from voe.graph import Graph
 from voe.ingest import ingest_paths
 from voe.ingest.payloads.documents import parse_file

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ingest.test_replace import snapshot
+from tests.ingest.write.test_replace import snapshot
 from tests.ports import free_ports
 from voe.config import Neo4jSettings
 from voe.graph import Graph

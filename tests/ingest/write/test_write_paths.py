@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import voe.ingest.write.loader as loader
-from tests.ingest.test_replace import SMALL, snapshot
+from tests.ingest.write.test_replace import SMALL, snapshot
 from voe import graph as graph_module
 from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow
 from voe.ingest import ingest_paths

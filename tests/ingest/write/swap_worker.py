@@ -1,8 +1,8 @@
-"""A worker process of the swap stress test (tests/ingest/test_swap_stress.py): ingests its list of record
+"""A worker process of the swap stress test (tests/ingest/write/test_swap_stress.py): ingests its list of record
 folders one by one with small chunk sizes (so every record is written in several transactions, and every
 replacement is staged and swapped) and logs one JSON line per ingest: which folder, when, the outcome.
 
-    python -m tests.ingest.swap_worker LOG FOLDER...
+    python -m tests.ingest.write.swap_worker LOG FOLDER...
 
 `VOE_FAULT_AT` (ingest/write/loader.py) kills it at a step of its first chunked replacement."""
 
