@@ -75,6 +75,8 @@ def _pdf_seeds() -> list[Seed]:
     from reportlab.lib.pagesizes import A4
     from reportlab.pdfgen import canvas
 
+    from tests.pdf_pages import ruled_table
+
     out = []
     for variant in range(3):
         buf = io.BytesIO()
@@ -82,14 +84,7 @@ def _pdf_seeds() -> list[Seed]:
         c.setFont("Helvetica", 11)
         c.drawString(72, 770, "AM Bench 2025 readme: laser power 285 W, spot 80 um")
         c.drawString(72, 752, "Specimen S01 1200000 cycles; S02 runout")
-        xs, ys = [72, 222, 372], [700, 680, 660, 640]
-        for y in ys:
-            c.line(xs[0], y, xs[-1], y)
-        for x in xs:
-            c.line(x, ys[0], x, ys[-1])
-        for r, row in enumerate([("specimen", "cycles"), ("S01", "1200000"), ("S02", "runout")]):
-            for k, cell in enumerate(row):
-                c.drawString(xs[k] + 5, ys[r] - 14, cell)
+        ruled_table(c)
         c.showPage()
         if variant == 2:
             from PIL import Image

@@ -478,7 +478,7 @@ def _write_chunked_steps(graph: Graph, rg: RecordGraph, late: Late | None, stage
         return w.counts
 
     chunks.counts.merge(_retrying(take))  # GraphBusy here: nothing of this write to delete
-    try:
+    with _abandoning(graph, target, lease):
         _fault("lease")
         chunks.write(rows.nodes, parallel=True)
         _fault("nodes")
@@ -495,11 +495,24 @@ def _write_chunked_steps(graph: Graph, rg: RecordGraph, late: Late | None, stage
             late_nodes, late_edges = _stage(rg, *late(), staged, owned)
             chunks.write(late_nodes, late_edges)
         _fault("late")
-        if not staged:
-            return _finish_first(graph, rg, chunks)
+    return _complete(graph, rg, target, chunks, lease, staged)
+
+
+@contextmanager
+def _abandoning(graph: Graph, target: str, lease: str) -> Iterator[None]:
+    """The steps of a write under its lease: any failure (a kill signal too) deletes what this write staged."""
+    try:
+        yield
     except BaseException:
         _abandon(graph, target, lease)
         raise
+
+
+def _complete(graph: Graph, rg: RecordGraph, target: str, chunks: Chunker, lease: str, staged: bool) -> WriteCounts:
+    """After the last chunk: a first version becomes complete in place, a replacement is swapped in."""
+    if not staged:
+        with _abandoning(graph, target, lease):
+            return _finish_first(graph, rg, chunks)
     return _swap(graph, rg, target, chunks, lease)
 
 
@@ -766,7 +779,7 @@ def _write_stream_steps(graph: Graph, stream: NerdmStream, rg: RecordGraph, stag
         return w.counts
 
     chunks.counts.merge(_retrying(take))  # GraphBusy here: nothing of this write to delete
-    try:
+    with _abandoning(graph, target, lease):
         _fault("lease")
         written = [0]
 
@@ -797,9 +810,4 @@ def _write_stream_steps(graph: Graph, stream: NerdmStream, rg: RecordGraph, stag
         chunks.write(*stage(late_nodes, _once(late_edges)))
         _fault("edges")
         _fault("late")  # a streamed record has no late rows (its schema findings come with their chunk)
-        if not staged:
-            return _finish_first(graph, rg, chunks)
-    except BaseException:
-        _abandon(graph, target, lease)
-        raise
-    return _swap(graph, rg, target, chunks, lease)
+    return _complete(graph, rg, target, chunks, lease, staged)

@@ -9,6 +9,7 @@ import pytest
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
+from tests.pdf_pages import ruled_table
 from voe.ingest.payloads.documents import parse_file
 from voe.ingest.payloads.parsers.pdf import parse_pdf, text_in_box
 
@@ -18,15 +19,7 @@ def _pdf(path: Path, *, encrypt: str | None = None) -> Path:
     c.setFont("Helvetica", 12)
     c.drawString(72, 770, "AM Bench 2025 fatigue readme")
     c.drawString(72, 750, "Test machine ADMET eXpert 9313, 100 Hz, R = -1, ISO 1143")
-    # a 3x2 ruled table
-    xs, ys = [72, 222, 372], [700, 680, 660, 640]
-    for y in ys:
-        c.line(xs[0], y, xs[-1], y)
-    for x in xs:
-        c.line(x, ys[0], x, ys[-1])
-    for r, row in enumerate([("specimen", "cycles"), ("S01", "1200000"), ("S02", "runout")]):
-        for k, cell in enumerate(row):
-            c.drawString(xs[k] + 5, ys[r] - 14, cell)
+    ruled_table(c)  # 3 rows, 2 columns
     c.showPage()
     # page 2: an image only (a scanned page)
     c.setFillColorRGB(0.2, 0.2, 0.2)
