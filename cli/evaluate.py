@@ -175,6 +175,41 @@ def score_cmd(run_dir: Path, compare: Path | None, as_json: bool) -> None:
         click.echo(f"  paired vs {p['against']}: {p.get('mean_difference', 0):+.3f} over {p['tasks']} tasks")
 
 
+@cli.command("label")
+@click.argument("package", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--runs", "runs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
+              help="A run of this package: its steps are labelled too (RUN/step_labels.jsonl). Repeatable.")
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False),
+              help="Where the state labels go (default PACKAGE/labels). Verifier-only: never give them to a policy.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was labelled as JSON.")
+def label_cmd(package: Path, runs: tuple[Path, ...], out: Path | None, as_json: bool) -> None:
+    """Value and sufficiency labels (DESIGN §10) of every state of every task, and of every step of RUNs.
+
+    For each state (the items pulled so far): whether some terminal is already valid (sufficient), the fewest
+    requests to such a state (cost_to_go), for each item not pulled whether it is needed, useful and what
+    pulling it next is worth under the cost score, and the optimal actions. For each step of a run: its
+    state, an extra request after sufficiency, a needed/useful/wasted request, a premature terminal, and the
+    value the action lost against the best one. No graph needed: the labels use the verifier's Python twin.
+
+    \b
+    Examples:
+      voe label out/pkg
+      voe label out/pkg --runs out/run-random --runs out/run-gpt --json
+    """
+    from voe.verifiers.labels import label_package
+
+    info = label_package(package, out, runs)
+    if as_json:
+        emit_json(info.model_dump())
+        return
+    where = out if out is not None else package / "labels"
+    click.echo(f"{info.states} states of {info.tasks} tasks labelled in {info.seconds} s -> {where}/states.jsonl")
+    for run, n in info.runs.items():
+        click.echo(f"  {n} steps of {run} -> {run}/step_labels.jsonl")
+    if info.not_enumerated:
+        click.echo(f"  {len(info.not_enumerated)} task(s) with too many states: labelled on visited states only")
+
+
 @cli.command("report")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False))
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),

@@ -168,6 +168,40 @@ def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers
                f"(content hash {summary.content_hash})")
 
 
+@cli.command("export-training")
+@click.argument("package", metavar="PKG", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--runs", "runs", multiple=True, metavar="RUN", type=click.Path(path_type=Path, file_okay=False),
+              help="A run folder of this package: its valid trajectories, lost-value steps and labels; repeatable.")
+@click.option("--format", "formats", multiple=True, type=click.Choice(["sft", "preference", "value"]),
+              help="Which training set(s) to write (default: all three); repeatable.")
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Folder for FORMAT/<split>.jsonl, schema/, training.json and the dataset card README.md.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+def export_training_cmd(package: Path, runs: tuple[Path, ...], formats: tuple[str, ...], out: Path,
+                        as_json: bool) -> None:
+    """Training sets from a package and its runs (DESIGN §10), split by workflow (no workflow in two splits).
+
+    sft: chat lines of the reference and of valid, clean run trajectories, as a json-protocol agent sees them;
+    preference: at one state, an optimal action against the action a run took that lost value, with both
+    values; value: (state, action, value) rows for every state of every task. Prompts hold only what a policy
+    may see; values and chosen actions come from the verifier's labels (`voe label`). Loads with Hugging
+    Face `datasets.load_dataset(OUT, FORMAT)`.
+
+    \b
+    Examples:
+      voe export-training out/pkg --out out/training
+      voe export-training out/pkg --runs out/run-random --format preference --out out/prefs --json
+    """
+    from voe.export.training import FORMATS, export_training
+
+    info = export_training(package, runs, out, formats or FORMATS)
+    if as_json:
+        emit_json(info.model_dump())
+        return
+    for fmt, splits in info.counts.items():
+        click.echo(f"{fmt}: " + ", ".join(f"{n} {split}" for split, n in splits.items()) + f" -> {out / fmt}")
+
+
 @cli.command("import-package")
 @click.argument("crate", metavar="CRATE", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),

@@ -15,8 +15,10 @@ Codebook, one label per trajectory, first that applies:
   duplicate_loop                              ended by three duplicate requests in a row
   parse_error, off_menu, horizon_exhausted    ran out of steps without a terminal: after unparseable actions,
                                               after off-menu actions, or otherwise
-  reference_path                              valid, and R equals the reference's pulls
-  valid_inefficient_short / _extra            valid, fewer / more (or other) pulls than the reference
+  reference_path                              valid, and no step lost value (its step labels, verifiers/labels.py):
+                                              the reference's pulls, or a path as good
+  valid_inefficient_extra                     valid, and a pull or a wasted step lost value (more or other pulls)
+  valid_inefficient_short                     valid, only the terminal lost value (it stopped before pulling enough)
   over_submit                                 submitted where the reference does not
   over_abstain                                abstained where that class is not accepted
   wrong_class_terminal                        another class the task does not accept
@@ -72,6 +74,8 @@ from scipy import stats
 
 from voe.artifacts.package import Action, TaskAnswer
 from voe.artifacts.scores import TrajectoryScore, Verdict
+from voe.artifacts.verdict import cost_score, regret
+from voe.verifiers.labels import StepLabel
 
 CODEBOOK = ["reference_path", "valid_inefficient_short", "valid_inefficient_extra", "payload_grounding_error",
             "over_abstain", "wrong_class_terminal", "over_submit", "parse_error", "off_menu", "duplicate_loop",
@@ -241,11 +245,12 @@ def clusters_of(tasks: dict[str, tuple[str, list[str]]]) -> dict[str, str]:
 
 
 def score_trajectory(tr: dict[str, Any], verdict: Verdict, answer: TaskAnswer, horizon: int, *,
-                     cluster: str = "") -> TrajectoryScore:
+                     steps: Sequence[StepLabel] = (), cluster: str = "") -> TrajectoryScore:
+    """The trajectory's metrics and codebook label; `steps` are its step labels (verifiers/labels.py), from which
+    a valid trajectory's efficiency label is read."""
     requested = set(tr["requested"])
     useful = set(answer.useful)
-    reference_pulls = {s.evidence_id for s in answer.reference if s.evidence_id}
-    regret = len(useful - requested) + len(requested - useful)
+    lost = regret(requested, useful)
     terminal = tr["terminal_class"]
     over_submit = terminal == Action.SUBMIT_RISK_PACKET and answer.reference_class != Action.SUBMIT_RISK_PACKET
     if tr["end"] == "duplicate_loop":
@@ -253,13 +258,13 @@ def score_trajectory(tr: dict[str, Any], verdict: Verdict, answer: TaskAnswer, h
     elif terminal is None:
         plumbing = tr["plumbing"]
         label = "parse_error" if plumbing.get("parse_error") else "off_menu" if plumbing.get("off_menu") else tr["end"]
-    elif verdict.valid:
-        if requested == reference_pulls:
-            label = "reference_path"
-        elif requested < reference_pulls or len(requested) < len(reference_pulls):
-            label = "valid_inefficient_short"
+    elif verdict.valid:  # how efficient, from the step labels (DESIGN §10): where value was lost, if anywhere
+        if any(step.value < 0 for step in steps if step.outcome != "terminal"):
+            label = "valid_inefficient_extra"  # a step lost value: a pull the best continuation does not make
+        elif any(step.value < 0 for step in steps):
+            label = "valid_inefficient_short"  # only the terminal lost value: it came before pulling enough
         else:
-            label = "valid_inefficient_extra"
+            label = "reference_path"  # no step lost value: the reference's path, or one as good
     elif over_submit:
         label = "over_submit"
     elif not verdict.action_valid and terminal == Action.ABSTAIN_OR_ESCALATE:
@@ -272,8 +277,8 @@ def score_trajectory(tr: dict[str, Any], verdict: Verdict, answer: TaskAnswer, h
         trajectory_id=tr["trajectory_id"], task_id=tr["task_id"], family=answer.family.value,
         pass_index=tr["pass_index"], valid=verdict.valid, action_valid=verdict.action_valid,
         requests=max(len(requested), int(tr.get("request_steps", len(requested)))),
-        useful_requests=len(requested & useful), regret=regret,
-        cost_score=max(0.0, float(verdict.valid) - 0.5 * regret / horizon), over_submit=over_submit,
+        useful_requests=len(requested & useful), regret=lost,
+        cost_score=cost_score(verdict.valid, requested, useful, horizon), over_submit=over_submit,
         acquired_any=bool(requested & useful) if useful else None,
         acquired_all=useful <= requested if useful else None, label=label, cluster=cluster)
 

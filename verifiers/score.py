@@ -13,6 +13,7 @@ from voe.graph import Graph
 from voe.ingest import settle
 from voe.jsonl import read_jsonl
 from voe.verifiers.graph_verify import verify_run
+from voe.verifiers.labels import TaskLabels, read_run_steps
 from voe.verifiers.metrics import clusters_of, score_trajectory, summarize
 from voe.versions import RUN_SCHEMA_VERSION, SCORES_SCHEMA_VERSION, check, write_schemas
 
@@ -39,7 +40,11 @@ def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[Traject
     # the cluster of the clustered intervals: tasks linked by a workflow or a gold fact
     workflows = clusters_of({v.task_id: (v.workflow_id, answers[v.task_id].gold_facts) for v in views})
     verdicts = {v.trajectory_id: v for v in verify_run(graph, run_dir)}
+    # the codebook's efficiency labels are read from the step labels, not computed a second way
+    labels = {v.task_id: TaskLabels(v, answers[v.task_id]) for v in views}
+    steps = read_run_steps(run_dir, content_hash)
     scores = [score_trajectory(tr, verdicts[tr["trajectory_id"]], answers[tr["task_id"]], horizons[tr["task_id"]],
+                               steps=labels[tr["task_id"]].steps(steps.get(tr["trajectory_id"], [])),
                                cluster=workflows[tr["task_id"]])
               for tr in read_jsonl(run_dir / "trajectories.jsonl")]
     summary = summarize(scores, info["policy"], info["passes"])

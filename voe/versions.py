@@ -4,6 +4,8 @@ artifact, refused with a clear message when this voe does not read its version).
   package (manifest.json `package_version`)        tasks.jsonl, evidence.jsonl, answers.jsonl, manifest.json
   run     (run.json `schema_version`)              run.json, steps.jsonl, observations.jsonl, trajectories.jsonl
   scores  (summary.json `schema_version`)          summary.json, scores.jsonl
+  labels  (labels.json `schema_version`)           labels.json, states.jsonl; a run's step_labels.jsonl
+  training (training.json `schema_version`)        sft/, preference/, value/ (<split>.jsonl each), README.md
 
 A JSON Lines file carries no version of its own: its lines are read only together with the header file
 beside them (manifest.json, run.json, summary.json), and that file's version is theirs. The JSON Schema of
@@ -26,9 +28,13 @@ from voe.errors import InputError
 PACKAGE_VERSION = 3  # 3: answers carry gold_facts; families rest on stated facts (issue 29)
 RUN_SCHEMA_VERSION = 2  # 2: observations in their own file (steps.jsonl is what the verifier reads)
 SCORES_SCHEMA_VERSION = 2  # 2: the headline interval is the clustered one (ci95), per-pass beside it
+LABELS_SCHEMA_VERSION = 1  # DESIGN §10: value and sufficiency labels (verifiers/labels.py)
+TRAINING_SCHEMA_VERSION = 1  # DESIGN §10: training sets (export/training.py)
 
-_MAKE = {"package": "voe compile", "run": "voe run", "scores": "voe score"}
-VERSION = {"package": PACKAGE_VERSION, "run": RUN_SCHEMA_VERSION, "scores": SCORES_SCHEMA_VERSION}
+_MAKE = {"package": "voe compile", "run": "voe run", "scores": "voe score", "labels": "voe label",
+         "training": "voe export-training"}
+VERSION = {"package": PACKAGE_VERSION, "run": RUN_SCHEMA_VERSION, "scores": SCORES_SCHEMA_VERSION,
+           "labels": LABELS_SCHEMA_VERSION, "training": TRAINING_SCHEMA_VERSION}
 
 
 def write_schemas(folder: Path, kind: str, models: Iterable[tuple[str, type[BaseModel]]]) -> None:

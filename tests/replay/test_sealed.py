@@ -4,7 +4,8 @@ finds none, and scores as if it could not look.
 The hunting policy tries what a policy with a shell would: answers.jsonl by relative paths, the package's own
 absolute path (written into the module, as a user who knows where the package is would), a walk up every parent
 folder of its working folder and of its own file, every environment variable, the local Neo4j over Bolt, and
-the runner's process. When it finds an answer it submits it; when it does not, it abstains.
+the runner's process; it looks for the value labels of `voe label` (PKG/labels) the same ways. When it finds an
+answer it submits it; when it does not, it abstains.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from voe.artifacts.package import load_package
 from voe.config import Neo4jSettings
 from voe.replay.runner import run_policy
 from voe.replay.sealed import namespaces_available
+from voe.verifiers.labels import label_package
 
 HUNTER = '''
 import json, os
@@ -54,6 +56,20 @@ def _answers():
     return {{}}
 
 
+def _labels():
+    """The value labels `voe label` writes beside the package (PKG/labels): as secret as the answers."""
+    places = [Path("labels/states.jsonl"), Path("pkg/labels/states.jsonl"), Path(PACKAGE) / "labels" / "states.jsonl"]
+    for start in (Path.cwd(), Path(__file__).resolve().parent):
+        places += [folder / "pkg" / "labels" / "states.jsonl" for folder in (start, *start.parents)]
+    for place in places:
+        try:
+            place.read_text()
+        except OSError:
+            continue
+        return True
+    return False
+
+
 def _bolt():
     host, port = BOLT
     try:
@@ -75,6 +91,8 @@ def act(task, history, rng):
                 entry = next(e for e in task.menu if e.evidence_id == step["evidence_id"])
                 return {{"action": entry.request_action.value, "evidence_id": step["evidence_id"]}}
         return {{"action": gold["reference_class"], "payload": gold["reference_payload"]}}
+    if _labels():
+        return {{"action": "flag_source_defect", "payload": ["leak:labels"]}}
     if leaked or _bolt():
         return {{"action": "flag_source_defect", "payload": ["leak:" + ",".join(leaked)]}}
     return {{"action": "abstain_or_escalate"}}
@@ -99,6 +117,8 @@ def test_a_policy_that_hunts_for_the_answers_finds_none(package: Path, tmp_path:
     monkeypatch.chdir(work)
     monkeypatch.setenv("NEO4J_URI", uri)
     monkeypatch.setenv("VOE_PACKAGE", str(package))
+    label_package(package)  # PKG/labels/states.jsonl: the value labels are hunted for too
+    assert (package / "labels" / "states.jsonl").is_file()
     info = run_policy(pkg, "python:hunter:act", 1, 0, tmp_path / "run")
     assert info.sealing == ("namespaces" if sealed else "process")
     views, _, answers, _ = load_package(package)

@@ -1,0 +1,133 @@
+"""Training sets (`voe export-training`, export/training.py): each row valid against its schema, splits that never
+share a workflow, prompts with nothing verifier-only, preference pairs that are what the labels say, and files
+that Hugging Face `datasets` loads offline from the dataset card."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from voe.artifacts.package import load_package
+from voe.export.training import FORMATS, export_training, read_training, split_of
+from voe.jsonl import read_jsonl
+from voe.replay.runner import run_policy
+from voe.verifiers.labels import label_package
+
+
+@pytest.fixture(scope="module")
+def exported(package: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("training")
+    runs = [root / "random", root / "everything"]
+    run_policy(package, "random", 2, 1, runs[0])
+    run_policy(package, "request_everything", 1, 0, runs[1])
+    out = root / "out"
+    info = export_training(package, runs, out)
+    return {"root": root, "runs": runs, "out": out, "info": info}
+
+
+def test_every_row_is_valid_against_its_schema_and_the_counts_are_the_files(exported: dict[str, Any]) -> None:
+    out, info = exported["out"], exported["info"]
+    for fmt in FORMATS:
+        schema = json.loads((out / "schema" / f"{fmt}.schema.json").read_text())
+        assert schema["x-voe-schema-version"] == info.schema_version == 1
+        validator = jsonschema.Draft202012Validator(schema)
+        rows = read_training(out, fmt)
+        assert rows and len(rows) == sum(info.counts[fmt].values())
+        for row in rows:
+            validator.validate(row)
+    assert json.loads((out / "training.json").read_text())["counts"] == info.counts
+
+
+def test_no_workflow_is_in_two_splits(exported: dict[str, Any], package: Path) -> None:
+    out = exported["out"]
+    for fmt in FORMATS:
+        seen: dict[str, str] = {}
+        for split in ("train", "validation", "test"):
+            path = out / fmt / f"{split}.jsonl"
+            for row in read_jsonl(path) if path.is_file() else []:
+                assert seen.setdefault(row["workflow_id"], split) == split == split_of(row["workflow_id"])
+    views, _, _, _ = load_package(package)
+    assert set().union(*exported["info"].workflows.values()) == {v.workflow_id for v in views}
+
+
+def test_prompts_hold_nothing_verifier_only(exported: dict[str, Any], package: Path) -> None:
+    _, _, answers, _ = load_package(package)
+    secrets = {a.moment_id for a in answers.values()} | {a.decision for a in answers.values()}
+    secrets |= {f for a in answers.values() for f in (*a.source_facts, *a.gold_facts)}
+    secrets |= {a.family.value for a in answers.values()}
+    text = "".join((exported["out"] / fmt / f"{s}.jsonl").read_text() for fmt in ("sft", "preference")
+                   for s in ("train", "validation", "test") if (exported["out"] / fmt / f"{s}.jsonl").is_file())
+    assert not [s for s in secrets if s in text]
+    assert '"sufficient"' not in text and '"cost_to_go"' not in text
+
+
+def test_sft_holds_the_reference_and_only_valid_run_trajectories(exported: dict[str, Any], package: Path) -> None:
+    views, _, answers, _ = load_package(package)
+    rows = read_training(exported["out"], "sft")
+    reference = [r for r in rows if r["source"] == "reference"]
+    assert len(reference) == len(views)
+    for row in reference:
+        said = [json.loads(m["content"]) for m in row["messages"] if m["role"] == "assistant"]
+        assert [s["action"] for s in said] == [step.action.value for step in answers[row["task_id"]].reference]
+        assert row["messages"][0]["role"] == "system" and "Question:" in row["messages"][1]["content"]
+    label_package(package, exported["root"] / "labels", exported["runs"])  # writes RUN/step_labels.jsonl
+    valid = {r["trajectory_id"] for run in exported["runs"] for r in read_jsonl(run / "step_labels.jsonl")
+             if r["outcome"] == "terminal" and r["valid"]}
+    unclean = {s["trajectory_id"] for run in exported["runs"] for s in read_jsonl(run / "steps.jsonl")
+               if s["outcome"] in ("parse_error", "off_menu", "duplicate")}
+    from_runs = {r["trajectory_id"] for r in rows if r["source"] != "reference"}
+    assert from_runs and from_runs == valid - unclean  # request_everything submits valid packets on some tasks
+
+
+def test_a_preference_pair_is_an_optimal_action_against_the_one_taken(exported: dict[str, Any]) -> None:
+    rows = read_training(exported["out"], "preference")
+    assert rows
+    steps = {(s["trajectory_id"], s["t"]): s for run in exported["runs"] for s in read_jsonl(run / "steps.jsonl")}
+    for row in rows:
+        assert row["chosen_value"] == 0.0 > row["rejected_value"]
+        taken = steps[(row["trajectory_id"], row["t"])]
+        rejected = json.loads(row["rejected"][0]["content"])
+        assert rejected.get("action", taken["action"]) == taken["action"]
+        assert row["prompt"][-1]["role"] in ("user", "system") and len(row["prompt"]) == 2 + 2 * row["t"]
+
+
+def test_datasets_loads_every_format_from_the_card(exported: dict[str, Any], tmp_path: Path) -> None:
+    code = f"""
+import json, sys
+from datasets import load_dataset
+out = {str(exported["out"])!r}
+counts = {{}}
+for fmt in ("sft", "preference", "value"):
+    ds = load_dataset(out, fmt)
+    counts[fmt] = {{split: ds[split].num_rows for split in ds}}
+print(json.dumps(counts))
+"""
+    env = {"HF_HOME": str(tmp_path / "hf"), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
+           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == exported["info"].counts
+
+
+def test_voe_export_training_cli(package: Path, exported: dict[str, Any], tmp_path: Path,
+                                 cli_env: dict[str, str]) -> None:
+    out = tmp_path / "prefs"
+    proc = subprocess.run([sys.executable, "-m", "voe.cli", "export-training", str(package), "--runs",
+                           str(exported["runs"][0]), "--format", "preference", "--out", str(out), "--json"],
+                          capture_output=True, text=True, env=cli_env)
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["formats"] == ["preference"] and not (out / "sft").exists()
+    assert "config_name: preference" in (out / "README.md").read_text()
+    other = tmp_path / "other-run"
+    other.mkdir()
+    (other / "run.json").write_text(json.dumps({"schema_version": 2, "content_hash": "0" * 64}))
+    bad = subprocess.run([sys.executable, "-m", "voe.cli", "export-training", str(package), "--runs", str(other),
+                          "--out", str(tmp_path / "x")], capture_output=True, text=True, env=cli_env)
+    assert bad.returncode == 2 and "another package" in bad.stderr and "Traceback" not in bad.stderr
