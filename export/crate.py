@@ -36,6 +36,7 @@ from voe.export.jsonld import (
     validate,
 )
 from voe.export.runs import load_runs, runs_document, verdict_nodes
+from voe.export.training import export_training
 from voe.settings import settings
 
 
@@ -47,6 +48,7 @@ class ExportSummary(BaseModel):
     runs: int = 0
     trajectories: int = 0
     verdicts: int = 0  # with include_answers: one per trajectory of the runs
+    training: dict[str, int] = {}  # with runs and include_answers: rows of each training set under training/
     include_answers: bool
     triples: int
     content_hash: str  # sha256 of the RDFC-1.0 (URDNA2015) canonical N-Quads of the exported .jsonld files
@@ -56,6 +58,10 @@ class ExportSummary(BaseModel):
 
 
 SOURCE_TERMS = "#terms-of-the-sources"
+TRAINING = "training"
+TRAINING_PARTS = {"README.md": "the training sets' dataset card (Hugging Face datasets reads its YAML header)",
+                  "training.json": "what the training sets were made from, their counts and the workflows of each "
+                                   "split"}
 
 
 def published_date(date: str | None = None) -> str:
@@ -79,7 +85,7 @@ def published_date(date: str | None = None) -> str:
 
 def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, counts: dict[str, int],
                    published: str, license_url: str | None = None, data_files: dict[str, bytes] | None = None,
-                   croissant: bytes | None = None) -> dict[str, Any]:
+                   croissant: bytes | None = None, training: dict[str, bytes] | None = None) -> dict[str, Any]:
     described = {
         TASKS: f"{counts['tasks']} policy-visible tasks (voe:Task, prov:Entity) with their menus and workflows",
         EVIDENCE: f"{counts['evidence']} evidence objects (voe:Evidence) with their facts and source locations",
@@ -105,6 +111,14 @@ def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, cou
         if name == "answers.jsonl":
             part["voe:verifierOnly"] = True
         parts.append(part)
+    for name, data in sorted((training or {}).items()):  # verifier-derived: only beside the answers
+        parts.append({"@id": name, "@type": "File", "name": name, "contentSize": str(len(data)),
+                      "sha256": hashlib.sha256(data).hexdigest(), "voe:verifierOnly": True,
+                      "encodingFormat": JSONL if name.endswith(".jsonl") else "text/markdown"
+                      if name.endswith(".md") else "application/json",
+                      "description": TRAINING_PARTS.get(name.rsplit("/", 1)[-1], "a split of the training set "
+                                                        + name.split("/")[1] + " (voe export-training; "
+                                                        "the chosen actions and values are the verifier's labels)")})
     if croissant is not None:
         parts.append({"@id": CROISSANT, "@type": "File", "name": CROISSANT, "encodingFormat": "application/ld+json",
                       "contentSize": str(len(croissant)), "sha256": hashlib.sha256(croissant).hexdigest(),
@@ -202,6 +216,13 @@ def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: li
     try:
         for name, data in {**files, **data_files}.items():
             (staging / name).write_bytes(data)
+        training: dict[str, bytes] = {}
+        trained: dict[str, int] = {}
+        if loaded and include_answers:  # the sets hold the reference's moves and the labels: verifier-only
+            info = export_training(pkg, list(runs), staging / TRAINING)
+            trained = {fmt: sum(splits.values()) for fmt, splits in info.counts.items()}
+            training = {str(p.relative_to(staging)): p.read_bytes() for p in sorted((staging / TRAINING).rglob("*"))
+                        if p.is_file() and p.parent.name != "schema"}
         report = validate(staging)
         digest, _ = content_hash(staging)
         counts = {"tasks": len(views), "evidence": len(evidence), "answers": len(answers) if include_answers else 0,
@@ -209,10 +230,11 @@ def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: li
                   "verdicts": len(verdicts)}
         croissant = dump(croissant_metadata(data_files, manifest, published, license_url,
                                              f"Realized-only decision tasks of voe package {manifest.content_hash}: "
-                                             f"{len(views)} tasks over {len(evidence)} evidence objects, as JSON Lines."))
+                                             f"{len(views)} tasks over {len(evidence)} evidence objects, as JSON Lines.",
+                                             {n: d for n, d in training.items() if n.endswith(".jsonl")}))
         (staging / CROISSANT).write_bytes(croissant)
         (staging / CRATE).write_bytes(dump(crate_metadata(files, digest, manifest, counts, published, license_url,
-                                                           data_files, croissant)))
+                                                           data_files, croissant, training)))
         _swap_in(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -220,5 +242,6 @@ def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: li
     return ExportSummary(out=str(out), tasks=len(views), evidence=len(evidence), answers=counts["answers"],
                          runs=counts["runs"], trajectories=counts["trajectories"], verdicts=counts["verdicts"],
                          include_answers=include_answers, triples=report.triples, content_hash=digest,
+                         training=trained,
                          package_content_hash=manifest.content_hash,
                          files={n: hashlib.sha256(d).hexdigest() for n, d in sorted(files.items())})

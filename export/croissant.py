@@ -52,12 +52,30 @@ RECORD_SETS: dict[str, tuple[str, str, list[tuple[str, str, str]]]] = {
 }
 
 
+# training set format -> [(column, data type, description)] (export/training.py; files training/FORMAT/SPLIT.jsonl)
+TRAINING_FIELDS: dict[str, list[tuple[str, str, str]]] = {
+    "sft": [("task_id", "sc:Text", "the task"), ("workflow_id", "sc:Text", "its workflow (the split's unit)"),
+            ("source", "sc:Text", "reference, or the run the trajectory comes from"),
+            ("trajectory_id", "sc:Text", "the trajectory")],
+    "preference": [("task_id", "sc:Text", "the task"), ("workflow_id", "sc:Text", "its workflow (the split's unit)"),
+                   ("trajectory_id", "sc:Text", "the run trajectory of the rejected action"),
+                   ("t", "sc:Integer", "the step"), ("chosen_value", "sc:Float", "Q - V of the chosen action (0)"),
+                   ("rejected_value", "sc:Float", "Q - V of the action the run took")],
+    "value": [("task_id", "sc:Text", "the task"), ("workflow_id", "sc:Text", "its workflow (the split's unit)"),
+              ("left", "sc:Integer", "requests still possible"),
+              ("sufficient", "sc:Boolean", "some terminal is already valid"),
+              ("value", "sc:Float", "Q(s, a) - V(s) under the cost score")],
+}
+
+
 def croissant_metadata(data_files: dict[str, bytes], manifest: Manifest, published: str, license_url: str | None,
-                       description: str) -> dict[str, Any]:
+                       description: str, training: dict[str, bytes] | None = None) -> dict[str, Any]:
+    training = training or {}
     files = [{"@type": "cr:FileObject", "@id": name, "name": name, "contentUrl": name, "encodingFormat": JSONL,
               "contentSize": f"{len(data)} B", "sha256": hashlib.sha256(data).hexdigest(),
-              **({"description": "verifier-only: never give this file to a policy"} if name == "answers.jsonl" else {})}
-             for name, data in sorted(data_files.items())]
+              **({"description": "verifier-only: never give this file to a policy"}
+                 if name == "answers.jsonl" or name in training else {})}
+             for name, data in sorted({**data_files, **training}.items())]
     record_sets = []
     for rs, (file, key, columns) in RECORD_SETS.items():
         if file not in data_files:
@@ -67,6 +85,15 @@ def croissant_metadata(data_files: dict[str, bytes], manifest: Manifest, publish
             "field": [{"@type": "cr:Field", "@id": f"{rs}/{col}", "name": col, "description": what, "dataType": kind,
                        "source": {"fileObject": {"@id": file}, "extract": {"column": col}}}
                       for col, kind, what in columns]})
+    for name in sorted(training):  # training/FORMAT/SPLIT.jsonl: one record set each
+        _, fmt, split = name.removesuffix(".jsonl").split("/")
+        rs = f"training_{fmt}_{split}"
+        record_sets.append({
+            "@type": "cr:RecordSet", "@id": rs, "name": rs,
+            "description": f"the {split} split of the {fmt} training set (verifier-derived)",
+            "field": [{"@type": "cr:Field", "@id": f"{rs}/{col}", "name": col, "description": what, "dataType": kind,
+                       "source": {"fileObject": {"@id": name}, "extract": {"column": col}}}
+                      for col, kind, what in TRAINING_FIELDS[fmt]]})
     return {
         "@context": CONTEXT, "@type": "sc:Dataset", "conformsTo": CONFORMS_TO,
         "name": f"voe-task-package-{manifest.content_hash[:12]}", "description": description,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -611,7 +610,9 @@ def test_cli_export_then_import_package_and_exit_codes(package: Path, scored_run
                   str(scored_runs["random"]), "--json"], env)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["content_hash"] in done.stdout
-    for name in os.listdir(crate):  # the same export twice is the same bytes, the crate's metadata included
+    names = [p.relative_to(crate) for p in crate.rglob("*") if p.is_file()]
+    assert {Path(n).parts[0] for n in names} >= {"training", CRATE}  # the training sets too, with runs and answers
+    for name in names:  # the same export twice is the same bytes, the crate's metadata included
         assert (crate / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
 
     rebuilt = _voe(["import-package", str(crate), "--out", str(tmp_path / "pkg")], env)

@@ -4,6 +4,7 @@ that Hugging Face `datasets` loads offline from the dataset card."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -14,18 +15,22 @@ import jsonschema
 import pytest
 
 from voe.artifacts.package import load_package
+from voe.export.crate import export_package
 from voe.export.training import FORMATS, export_training, read_training, split_of
+from voe.graph import Graph
 from voe.jsonl import read_jsonl
 from voe.replay.runner import run_policy
 from voe.verifiers.labels import label_package
+from voe.verifiers.score import score_run
 
 
 @pytest.fixture(scope="module")
 def exported(package: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("training")
-    runs = [root / "random", root / "everything"]
+    runs = [root / "random", root / "everything", root / "reference"]
     run_policy(package, "random", 2, 1, runs[0])
     run_policy(package, "request_everything", 1, 0, runs[1])
+    run_policy(package, "reference", 1, 0, runs[2])
     out = root / "out"
     info = export_training(package, runs, out)
     return {"root": root, "runs": runs, "out": out, "info": info}
@@ -61,6 +66,9 @@ def test_prompts_hold_nothing_verifier_only(exported: dict[str, Any], package: P
     secrets = {a.moment_id for a in answers.values()} | {a.decision for a in answers.values()}
     secrets |= {f for a in answers.values() for f in (*a.source_facts, *a.gold_facts)}
     secrets |= {a.family.value for a in answers.values()}
+    visible = (package / "tasks.jsonl").read_text() + (package / "evidence.jsonl").read_text()
+    secrets = {x for x in secrets if x not in visible}  # a gold fact may be an evidence id, which a policy sees
+    assert len(secrets) >= len(answers)  # moment ids and decisions at least
     text = "".join((exported["out"] / fmt / f"{s}.jsonl").read_text() for fmt in ("sft", "preference")
                    for s in ("train", "validation", "test") if (exported["out"] / fmt / f"{s}.jsonl").is_file())
     assert not [s for s in secrets if s in text]
@@ -82,7 +90,8 @@ def test_sft_holds_the_reference_and_only_valid_run_trajectories(exported: dict[
     unclean = {s["trajectory_id"] for run in exported["runs"] for s in read_jsonl(run / "steps.jsonl")
                if s["outcome"] in ("parse_error", "off_menu", "duplicate")}
     from_runs = {r["trajectory_id"] for r in rows if r["source"] != "reference"}
-    assert from_runs and from_runs == valid - unclean  # request_everything submits valid packets on some tasks
+    assert from_runs == valid - unclean
+    assert {r["trajectory_id"] for r in read_jsonl(exported["runs"][2] / "trajectories.jsonl")} <= from_runs
 
 
 def test_a_preference_pair_is_an_optimal_action_against_the_one_taken(exported: dict[str, Any]) -> None:
@@ -131,3 +140,27 @@ def test_voe_export_training_cli(package: Path, exported: dict[str, Any], tmp_pa
     bad = subprocess.run([sys.executable, "-m", "voe.cli", "export-training", str(package), "--runs", str(other),
                           "--out", str(tmp_path / "x")], capture_output=True, text=True, env=cli_env)
     assert bad.returncode == 2 and "another package" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_an_export_with_runs_and_answers_carries_the_training_sets_described(
+        package: Path, exported: dict[str, Any], _session_graph: Graph, tmp_path: Path) -> None:
+    import mlcroissant as mlc  # type: ignore[import-untyped,unused-ignore]
+
+    run = exported["runs"][0]
+    score_run(_session_graph, run)
+    out = tmp_path / "crate"
+    summary = export_package(package, out, include_answers=True, runs=[run], date="2026-12-01")
+    own = export_training(package, [run], tmp_path / "alone")
+    assert summary.training == {fmt: sum(n.values()) for fmt, n in own.counts.items()}
+    crate = json.loads((out / "ro-crate-metadata.json").read_text())
+    parts = {p["@id"]: p for p in crate["@graph"] if str(p["@id"]).startswith("training/")}
+    files = {str(p.relative_to(out)) for p in (out / "training").rglob("*") if p.is_file()}
+    assert set(parts) == {f for f in files if "/schema/" not in f} and all(p["voe:verifierOnly"] for p in parts.values())
+    for name, part in parts.items():
+        assert part["sha256"] == hashlib.sha256((out / name).read_bytes()).hexdigest()
+    ds = mlc.Dataset(str(out / "croissant.json"))
+    for fmt, splits in own.counts.items():
+        for split, n in splits.items():
+            assert len(list(ds.records(f"training_{fmt}_{split}"))) == n
+    policy_only = export_package(package, tmp_path / "runs-only", runs=[run])
+    assert policy_only.training == {} and not (tmp_path / "runs-only" / "training").exists()

@@ -198,3 +198,30 @@ def test_voe_label_cli(package: Path, tmp_path: Path, cli_env: dict[str, str]) -
     bad = subprocess.run([sys.executable, "-m", "voe.cli", "label", str(package), "--runs", str(tmp_path)],
                          capture_output=True, text=True, env=cli_env)
     assert bad.returncode == 2 and "not a run folder" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_codebook_reads_a_valid_trajectorys_efficiency_from_its_step_labels() -> None:
+    """Useful beyond needed: A suffices, B is useful too (missing it costs regret), C is a distractor."""
+    from voe.artifacts.run import StepLine
+    from voe.artifacts.scores import Verdict
+    from voe.verifiers.metrics import score_trajectory
+
+    t = _task(["A", "B", "C"], 5, accepted_classes=["submit_risk_packet"], needed=["A"], useful=["A", "B"],
+              must_bind={"submit_risk_packet": ["A"]})
+
+    def play(pulls: list[str]) -> str:
+        steps = [StepLine(trajectory_id="tr", task_id="t", t=i, raw={}, action="request_characterization",
+                          evidence_id=e, outcome="revealed") for i, e in enumerate(pulls)]
+        steps.append(StepLine(trajectory_id="tr", task_id="t", t=len(pulls), raw={}, action="submit_risk_packet",
+                              payload=["A"], outcome="terminal"))
+        labels = t.steps(steps)
+        assert labels[-1].valid
+        verdict = Verdict(trajectory_id="tr", task_id="t", action_valid=True, payload_bound=True, grounded=True,
+                          valid=True)
+        tr = {"trajectory_id": "tr", "task_id": "t", "pass_index": 0, "requested": pulls,
+              "terminal_class": "submit_risk_packet", "end": "terminal", "plumbing": {}}
+        return score_trajectory(tr, verdict, t.answer, 5, steps=labels).label
+
+    assert play(["A", "B"]) == play(["B", "A"]) == "reference_path"  # every useful item, nothing else
+    assert play(["A"]) == "valid_inefficient_short"  # valid, but stopped before pulling B
+    assert play(["A", "B", "C"]) == play(["C", "A"]) == "valid_inefficient_extra"  # a pull that lost value
