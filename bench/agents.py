@@ -38,12 +38,7 @@ SHARED = REPO.parent / "shared" / "archives"
 SOURCES = ["mds2-4103", "mds2-2525", "mds2-2106", "amb2025-template", "ambench-releases"]
 sys.path.insert(0, str(REPO))
 
-
-def peak_rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+from bench.common import peak_rss_mib  # noqa: E402 - after the checkout is on the path
 
 
 class Tasks:

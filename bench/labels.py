@@ -12,7 +12,6 @@ package (or JSON lines with --json) and the machine.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -24,46 +23,14 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "archives"
 sys.path.insert(0, str(REPO))
 
-
-def peak_rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def scaled(pkg: Path, out: Path, factor: int) -> Path:
-    """The package's tasks repeated under `factor` ids each (files only: labelling needs no graph)."""
-    from voe.artifacts.package import load_package
-
-    views, _, answers, manifest = load_package(pkg)
-    out.mkdir(parents=True, exist_ok=True)
-    tasks, golds = [], []
-    for k in range(factor):
-        for v in views:
-            tid = f"{v.task_id}~{k}"
-            tasks.append(json.dumps({**v.model_dump(mode="json"), "task_id": tid}))
-            golds.append(json.dumps({**answers[v.task_id].model_dump(mode="json"), "task_id": tid}))
-    (out / "tasks.jsonl").write_text("\n".join(tasks) + "\n")
-    (out / "answers.jsonl").write_text("\n".join(golds) + "\n")
-    (out / "evidence.jsonl").write_text((pkg / "evidence.jsonl").read_text())
-    m = manifest.model_copy(update={"content_hash": manifest.content_hash[:-4] + f"x{factor:03d}"})
-    (out / "manifest.json").write_text(m.model_dump_json())
-    return out
+from bench.common import compile_shared, emit, peak_rss_mib, scaled_package  # noqa: E402 - after the checkout is on the path
 
 
 def compiled(tmp: Path) -> Path:
     from voe.graph import Graph
-    from voe.ingest import ingest_paths
-    from voe.replay.admission import compile_package
 
     with Graph() as graph:
-        graph.verify()
-        graph.clear()
-        ingest_paths([SHARED / d for d in ("mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template",
-                                            "ambench-releases")] + [SHARED / "FACTS.md"], graph)
-        compile_package(graph, tmp / "pkg")
-    return tmp / "pkg"
+        return compile_shared(graph, SHARED, tmp / "pkg")
 
 
 def main() -> None:
@@ -81,7 +48,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         pkg = args.package or compiled(tmp)
-        for name, p in {"package": pkg, "x10": scaled(pkg, tmp / "pkg-x10", 10)}.items():
+        scaled_package(pkg, tmp / "pkg-x10", 10)
+        for name, p in {"package": pkg, "x10": tmp / "pkg-x10"}.items():
             run = tmp / f"run-{name}"
             run_policy(p, "random", args.passes, 1, run)
             t0 = time.perf_counter()
@@ -96,13 +64,9 @@ def main() -> None:
                    "label_seconds": round(label_s, 2), "labels_per_s": round((info.states + steps) / label_s),
                    "training_rows": rows, "training_seconds": round(train_s, 2),
                    "training_rows_per_s": round(rows / train_s), "peak_rss_mib": round(peak_rss_mib(), 1)}
-            if args.json:
-                print(json.dumps(row))
-            else:
-                print(f"{name:>8}: {row['tasks']} tasks, {row['states']} states + {steps} steps labelled in "
-                      f"{row['label_seconds']} s ({row['labels_per_s']}/s); {rows} training rows in "
-                      f"{row['training_seconds']} s ({row['training_rows_per_s']}/s); peak RSS "
-                      f"{row['peak_rss_mib']} MiB")
+            emit(row, args.json, f"{name:>8}: {row['tasks']} tasks, {row['states']} states + {steps} steps labelled "
+                 f"in {row['label_seconds']} s ({row['labels_per_s']}/s); {rows} training rows in "
+                 f"{row['training_seconds']} s ({row['training_rows_per_s']}/s); peak RSS {row['peak_rss_mib']} MiB")
 
 
 if __name__ == "__main__":

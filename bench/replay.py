@@ -29,14 +29,9 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "archives"
 sys.path.insert(0, str(REPO))
 
+from bench.common import compile_shared, emit, peak_rss_mib, scaled_package  # noqa: E402 - after the checkout is on the path
+
 BASELINES = ["reference", "request_everything", "submit_all", "refuse_all", "random"]
-
-
-def peak_rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def median_rate(measure: Callable[[], int], repeat: int, before: Callable[[], object] | None = None) -> tuple[float, int]:
@@ -80,24 +75,10 @@ def verification_rates(graph: Any, out: Path, answers: dict[str, Any], repeat: i
 
 
 def scale(pkg: Path, out: Path, factor: int, graph: object) -> Path:
-    from voe.artifacts.package import TaskAnswer, TaskView, load_package
     from voe.compiler.package import _store
 
-    views, evidence, answers, manifest = load_package(pkg)
-    out.mkdir(parents=True, exist_ok=True)
-    new_views, new_answers = [], []
-    for k in range(factor):
-        for v in views:
-            tid = f"{v.task_id}~{k}"
-            new_views.append(TaskView.model_validate({**v.model_dump(), "task_id": tid}))
-            a = answers[v.task_id]
-            new_answers.append(TaskAnswer.model_validate({**a.model_dump(), "task_id": tid, "moment_id": f"{a.moment_id}~{k}"}))
-    (out / "tasks.jsonl").write_text("".join(json.dumps(v.model_dump(mode="json")) + "\n" for v in new_views))
-    (out / "answers.jsonl").write_text("".join(json.dumps(a.model_dump(mode="json")) + "\n" for a in new_answers))
-    (out / "evidence.jsonl").write_text((pkg / "evidence.jsonl").read_text())
-    m = manifest.model_copy(update={"content_hash": manifest.content_hash[:-4] + f"x{factor:03d}"})
-    (out / "manifest.json").write_text(m.model_dump_json())
-    _store(graph, new_views, new_answers, {v.workflow_id: v.workflow_title for v in new_views}, m.content_hash)  # type: ignore[arg-type]
+    views, answers, m = scaled_package(pkg, out, factor)
+    _store(graph, views, answers, {v.workflow_id: v.workflow_title for v in views}, m.content_hash)  # type: ignore[arg-type]
     return out
 
 
@@ -109,20 +90,12 @@ def main() -> None:
     args = parser.parse_args()
     from voe.artifacts.package import load_package
     from voe.graph import Graph
-    from voe.ingest import ingest_paths
-    from voe.replay.admission import compile_package
     from voe.replay.runner import run_policy
 
     print(f"# machine: {platform.node()} {platform.machine()} cores={os.cpu_count()} python={platform.python_version()}",
           file=sys.stderr)
     with Graph() as graph, tempfile.TemporaryDirectory() as tmp:
-        graph.verify()
-        graph.clear()
-        ingest_paths([SHARED / d for d in ("mds2-4103", "mds2-3842", "mds2-2525", "mds2-2106", "amb2025-template",
-                                            "ambench-releases")]
-                     + [SHARED / "FACTS.md"], graph)
-        pkg = Path(tmp) / "pkg"
-        compile_package(graph, pkg)
+        pkg = compile_shared(graph, SHARED, Path(tmp) / "pkg")
         packages = {"compiled": pkg, "x10": scale(pkg, Path(tmp) / "pkg-x10", 10, graph)}
         for name, p in packages.items():
             for policy in BASELINES:
@@ -140,16 +113,13 @@ def main() -> None:
                        "graph_over_python": round(rates["python_check"] / rates["write_plus_verify"], 1),
                        "query_over_python": round(rates["python_check"] / rates["verify_query"], 1),
                        "peak_rss_mib": round(peak_rss_mib(), 1)}
-                if args.json:
-                    print(json.dumps(row))
-                else:
-                    print(f"{name:>8} {policy:>18}: {row['episodes']:>5} episodes at {row['episodes_per_s']:>6}/s; "
-                          f"verify query {row['verify_query_trajectories_per_s']:>6} traj/s, with graph writes "
-                          f"{row['write_plus_verify_trajectories_per_s']:>5} traj/s, re-score "
-                          f"{row['rescore_trajectories_per_s']:>5} traj/s (in process "
-                          f"{row['python_check_trajectories_per_s']:>6} traj/s, {row['graph_over_python']}x, "
-                          f"query alone {row['query_over_python']}x); "
-                          f"peak RSS {row['peak_rss_mib']} MiB")
+                emit(row, args.json, f"{name:>8} {policy:>18}: {row['episodes']:>5} episodes at {row['episodes_per_s']:>6}/s; "
+                     f"verify query {row['verify_query_trajectories_per_s']:>6} traj/s, with graph writes "
+                     f"{row['write_plus_verify_trajectories_per_s']:>5} traj/s, re-score "
+                     f"{row['rescore_trajectories_per_s']:>5} traj/s (in process "
+                     f"{row['python_check_trajectories_per_s']:>6} traj/s, {row['graph_over_python']}x, "
+                     f"query alone {row['query_over_python']}x); "
+                     f"peak RSS {row['peak_rss_mib']} MiB")
 
 
 if __name__ == "__main__":
