@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from voe.cli.app import cli, emit_json, progress_reporter, quiet_option
+from voe.errors import UsageError
 
 if TYPE_CHECKING:
     from voe.llm import Protocol, ResponseFormat
@@ -208,6 +209,40 @@ def label_cmd(package: Path, runs: tuple[Path, ...], out: Path | None, as_json: 
         click.echo(f"  {n} steps of {run} -> {run}/step_labels.jsonl")
     if info.not_enumerated:
         click.echo(f"  {len(info.not_enumerated)} task(s) with too many states: labelled on visited states only")
+
+
+@cli.command("serve")
+@click.argument("package", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="The run folder the session writes (a voe run after every finished episode).")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio: the MCP client starts this command; http: streamable HTTP on 127.0.0.1.")
+@click.option("--port", type=int, default=0, show_default=True,
+              help="The http port (0: a free one, printed on stderr).")
+@click.option("--passes", type=int, default=1, show_default=True, help="Episodes of each task the client may play.")
+def serve_cmd(package: Path, out: Path, transport: str, port: int, passes: int) -> None:
+    """The replay environment as an MCP server: an agent plays the tasks on its own surface, and the session is a
+    voe run (`voe score`, `voe report` and `voe export --runs` take it).
+
+    Tools: list_tasks, start_task, the three requests (a menu entry id), the three terminals (a payload of entry
+    ids) and abstain_or_escalate; resource voe://task. Nothing verifier-only is loaded. Needs the mcp extra
+    (pip install 'voe-evidence[mcp]').
+
+    \b
+    Examples:
+      voe serve out/pkg --out out/run-claude                  # in an MCP client's configuration (stdio)
+      voe serve out/pkg --out out/run-ide --transport http --port 8765
+    """
+    try:
+        from voe.replay.mcp_server import serve
+    except ImportError as exc:
+        raise UsageError(f"voe serve needs the MCP SDK: pip install 'voe-evidence[mcp]' ({exc})") from exc
+
+    def ready(bound: int) -> None:
+        click.echo(f"voe serve: MCP over streamable HTTP at http://127.0.0.1:{bound}/mcp (run folder {out})",
+                   err=True)
+
+    serve(package, out, passes=passes, transport=transport, port=port, ready=ready)
 
 
 @cli.command("report")
