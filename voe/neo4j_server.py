@@ -106,7 +106,8 @@ class LocalNeo4j:
         except FileNotFoundError:
             pass
         self.home.mkdir(parents=True, exist_ok=True)
-        word = secrets.token_urlsafe(24)
+        # a letter first: a word starting with `-` reads as an option to a tool that gets it on a command line
+        word = "v" + secrets.token_urlsafe(24)
         fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(word + "\n")
@@ -291,7 +292,9 @@ class LocalNeo4j:
         env = {"NEO4J_HOME": str(self.home), "NEO4J_CONF": str(conf), "PATH": "/usr/bin:/bin"}
         # the arguments go through a Java @argfile readable by the owner alone: on the command line the password
         # would be in /proc/<pid>/cmdline, which every local user can read while neo4j-admin runs
-        args = [*JVM_OPENS, "-cp", f"{lib}/*", ADMIN_TOOL, "dbms", "set-initial-password", self.password()]
+        args = [*JVM_OPENS, "-cp", f"{lib}/*", ADMIN_TOOL, "dbms", "set-initial-password",
+                # `--` ends the options: a password that starts with `-` (one in 32 of them did once) is no option
+                "--", self.password()]
         argfile = self.home / "set-initial-password.args"
         argfile.unlink(missing_ok=True)
         fd = os.open(argfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
