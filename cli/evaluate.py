@@ -245,6 +245,42 @@ def serve_cmd(package: Path, out: Path, transport: str, port: int, passes: int) 
     serve(package, out, passes=passes, transport=transport, port=port, ready=ready)
 
 
+@cli.command("import-inspect")
+@click.argument("log", metavar="LOG", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="The run folder to write.")
+@click.option("--package", type=click.Path(path_type=Path, file_okay=False),
+              help="The package the log was played on (default: the path the log records).")
+@click.option("--json", "as_json", is_flag=True, help="Print run.json's fields and the skipped samples as JSON.")
+def import_inspect_cmd(log: Path, out: Path, package: Path | None, as_json: bool) -> None:
+    """Turn an Inspect log of `inspect eval voe/bench` into a voe run (`voe score`, `voe report` and
+    `voe export --runs` take it).
+
+    Each sample's conversation is played again through the package's environment and must get the answers the
+    log recorded; a log of another package or an edited one is refused. Samples that did not end an episode
+    are left out and counted. Needs the inspect extra (pip install 'voe-evidence[inspect]').
+
+    The log comes from `inspect eval voe/bench -T package=PKG --model PROVIDER/MODEL [-T passes=N]`.
+
+    \b
+    Examples:
+      voe import-inspect logs/2026-12-04T12-00-00_bench_XYZ.eval --out out/run-gpt
+      voe import-inspect run.eval --out out/run-gpt --package out/pkg --json
+    """
+    try:
+        from voe.replay.inspect_import import import_log
+    except ImportError as exc:
+        raise UsageError(f"voe import-inspect needs Inspect AI: pip install 'voe-evidence[inspect]' ({exc})") from exc
+    done = import_log(log, out, package)
+    if as_json:
+        emit_json({**done.info.model_dump(), "skipped": done.skipped})
+        return
+    click.echo(f"{done.info.trajectories} trajectories of {done.info.policy} -> {out} "
+               f"(score: voe score {out})")
+    for where, why in done.skipped.items():
+        click.echo(f"  skipped {where}: {why}")
+
+
 @cli.command("report")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False))
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),

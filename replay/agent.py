@@ -35,6 +35,7 @@ A payload may name only items you requested. Request what you need, not everythi
 the episode ends after {horizon} steps."""
 
 TOOLS_NOTE = "Act by calling exactly one tool per turn."
+IGNORED = json.dumps({"outcome": "ignored", "note": "one action per turn"})  # the answer to a turn's extra tool calls
 JSON_NOTE = ('Reply with one JSON object per turn and nothing else: {"action": ACTION, "evidence_id": ENTRY_ID} '
              'for a request, {"action": ACTION, "payload": [ENTRY_ID, ...]} for a terminal action. ACTION is one '
              "of: " + ", ".join(a.value for a in Action) + ".")
@@ -74,6 +75,10 @@ def task_text(view: TaskView) -> str:
     lines += [f"- {e.entry_id}: [{e.kind}] {e.title} (request with {e.request_action.value})" for e in view.menu]
     lines += ["", f"Actions: {', '.join(a.value for a in view.actions)}", f"Horizon: {view.horizon} steps"]
     return "\n".join(lines)
+
+
+def system_text(view: TaskView, protocol: str = "tools") -> str:
+    return SYSTEM.format(horizon=view.horizon) + "\n" + (TOOLS_NOTE if protocol == "tools" else JSON_NOTE)
 
 
 def tools_for(view: TaskView) -> list[dict[str, Any]]:
@@ -136,8 +141,7 @@ async def episode(client: ChatClient, env: ReplayEnv, view: TaskView, trajectory
     trajectory is then not finished and is not written (a resumed run plays it again, from the run's cache)."""
     protocol = client.settings.protocol
     env.reset(view, trajectory_id, policy, pass_index)
-    note = TOOLS_NOTE if protocol == "tools" else JSON_NOTE
-    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM.format(horizon=view.horizon) + "\n" + note},
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system_text(view, protocol)},
                                       {"role": "user", "content": task_text(view)}]
     tools = tools_for(view) if protocol == "tools" else None
     fmt = response_format(client.settings.response_format, view) if protocol == "json" else None
@@ -172,12 +176,12 @@ async def episode(client: ChatClient, env: ReplayEnv, view: TaskView, trajectory
         if protocol == "tools" and tool_calls:
             first = tool_calls[0]
             fn = first.get("function") or {}
-            raw: Any = _tool_action(str(fn.get("name")), fn.get("arguments"))
+            raw: Any = tool_action(str(fn.get("name")), fn.get("arguments"))
             rec, done = env.step(raw)
             messages.append({"role": "tool", "tool_call_id": first.get("id"), "content": observation_text(rec)})
             for extra in tool_calls[1:]:  # one action per turn: the others are answered, not acted on
                 messages.append({"role": "tool", "tool_call_id": extra.get("id"),
-                                 "content": json.dumps({"outcome": "ignored", "note": "one action per turn"})})
+                                 "content": IGNORED})
         else:
             rec, done = env.step(content if content is not None else "")
             nudge = "" if protocol == "json" else "\n" + TOOLS_NOTE
@@ -185,7 +189,7 @@ async def episode(client: ChatClient, env: ReplayEnv, view: TaskView, trajectory
     return list(env.steps), env.summary.model_copy(deep=True), tr
 
 
-def _tool_action(name: str, arguments: Any) -> Any:
+def tool_action(name: str, arguments: Any) -> Any:
     """A tool call as the environment's action object; arguments that are not a JSON object stay raw text, so
     the environment records a parse error."""
     try:

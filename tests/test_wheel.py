@@ -41,6 +41,8 @@ def test_the_wheel_holds_only_the_voe_namespace(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         entry = zf.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "voe = voe.cli:main" in entry
+    # Inspect AI finds `voe/bench` through an entry point named like the import package
+    assert "[inspect_ai]\nvoe = voe.replay.inspect_task" in entry and "voe/replay/inspect_task.py" in names
 
 
 def test_installed_beside_packages_of_the_stage_names_both_stay_importable(wheel: Path, tmp_path: Path) -> None:

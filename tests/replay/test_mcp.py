@@ -15,32 +15,10 @@ from typing import Any
 
 import pytest
 
-from voe.artifacts.package import load_package
+from tests.replay.plays import play_as_python_policy, reference_plans, same_run, verifier_only
 from voe.graph import Graph
 from voe.jsonl import read_jsonl
-from voe.replay.runner import run_policy
 from voe.verifiers.score import score_run
-
-
-def _plans(package: Path) -> dict[str, list[dict[str, Any]]]:
-    """The reference's moves on every other task (entry ids, as a client sends them), an abstention elsewhere."""
-    views, _, answers, _ = load_package(package)
-    plans: dict[str, list[dict[str, Any]]] = {}
-    for i, view in enumerate(views):
-        entry = {e.evidence_id: e.entry_id for e in view.menu}
-        if i % 2:
-            plans[view.task_id] = [{"action": "abstain_or_escalate"}]
-            continue
-        moves: list[dict[str, Any]] = []
-        for step in answers[view.task_id].reference:
-            if step.evidence_id is not None:
-                moves.append({"action": step.action.value, "evidence_id": entry[step.evidence_id]})
-            elif step.action.value == "abstain_or_escalate":
-                moves.append({"action": "abstain_or_escalate"})
-            else:
-                moves.append({"action": step.action.value, "payload": sorted(entry[p] for p in step.payload or [])})
-        plans[view.task_id] = moves
-    return plans
 
 
 async def _play(client: Any, plans: dict[str, list[dict[str, Any]]], seen: list[str]) -> None:
@@ -61,20 +39,12 @@ async def _play(client: Any, plans: dict[str, list[dict[str, Any]]], seen: list[
         assert result.structured_content["done"]
 
 
-def _same_run(a: Path, b: Path) -> None:
-    strip = ("trajectory_id", "policy")
-    for name in ("steps.jsonl", "trajectories.jsonl", "observations.jsonl"):
-        rows_a = [{k: v for k, v in r.items() if k not in strip} for r in read_jsonl(a / name)]
-        rows_b = [{k: v for k, v in r.items() if k not in strip} for r in read_jsonl(b / name)]
-        assert rows_a == rows_b, name
-
-
 def test_a_scripted_client_over_stdio_makes_the_run_a_python_policy_makes(
         package: Path, _session_graph: Graph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp import Client, StdioServerParameters
     from mcp.types import Implementation
 
-    plans = _plans(package)
+    plans = reference_plans(package)
     seen: list[str] = []
 
     async def drive() -> None:
@@ -92,22 +62,16 @@ def test_a_scripted_client_over_stdio_makes_the_run_a_python_policy_makes(
     info = json.loads((tmp_path / "mcp" / "run.json").read_text())
     assert info["policy"] == "mcp:scripted/1.0" and info["settings"]["client"] == {"name": "scripted", "version": "1.0"}
     assert info["trajectories"] == len(plans)
-    (tmp_path / "plays.py").write_text(f"PLAN = {json.dumps(plans)}\n\n\ndef act(task, history, rng):\n"
-                                       "    return PLAN[task.task_id][len(history)]\n")
     monkeypatch.chdir(tmp_path)
-    run_policy(package, "python:plays:act", 1, 0, tmp_path / "python")
-    _same_run(tmp_path / "mcp", tmp_path / "python")
+    play_as_python_policy(package, plans, tmp_path, tmp_path / "python")
+    same_run(tmp_path / "mcp", tmp_path / "python")
     _, mine = score_run(_session_graph, tmp_path / "mcp")
     _, theirs = score_run(_session_graph, tmp_path / "python")
     assert [(s.task_id, s.valid, s.cost_score, s.label) for s in mine] == \
         [(s.task_id, s.valid, s.cost_score, s.label) for s in theirs]
     assert sum(s.valid for s in mine) >= len(plans) // 2  # the reference's moves are valid
 
-    _, _, answers, _ = load_package(package)
-    visible = (package / "tasks.jsonl").read_text() + (package / "evidence.jsonl").read_text()
-    secrets = {a.moment_id for a in answers.values()} | {a.decision for a in answers.values()}
-    secrets |= {a.family.value for a in answers.values()} | {f for a in answers.values() for f in a.gold_facts}
-    secrets = {s for s in secrets if s not in visible}
+    secrets = verifier_only(package)
     text = "\n".join(seen)
     assert secrets and not [s for s in secrets if s in text]
     assert "must_bind" not in text and "reference_payload" not in text
@@ -126,7 +90,7 @@ def test_the_http_transport_serves_a_client_and_writes_the_run(package: Path, tm
         match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
         assert match, line
         url = match.group(0)
-        first = next(iter(_plans(package)))
+        first = next(iter(reference_plans(package)))
 
         async def drive() -> None:
             async with Client(url, mode="legacy", client_info=Implementation(name="web", version="2")) as c:
