@@ -70,6 +70,10 @@ def _mockllm_outputs(package: Path, plans: dict[str, list[Move]]) -> Any:
 
 
 def _log_text(log_file: Path) -> str:
+    """Every member of an .eval log, as stored (Inspect compresses them with zstd, which zipfile reads once
+    zipfile_zstd, a dependency of Inspect, has patched it)."""
+    import zipfile_zstd  # noqa: F401
+
     with zipfile.ZipFile(log_file) as z:
         return "\n".join(z.read(name).decode("utf-8", "replace") for name in z.namelist())
 
@@ -131,7 +135,9 @@ def test_inspects_cli_plays_voe_bench_on_an_openai_compatible_server_and_the_key
         return Reply.tool(move["action"], arguments(move))
 
     with LocalLLMServer(respond) as server:
-        env = {**os.environ, **offline_inspect, "LOCAL_BASE_URL": server.base_url, "LOCAL_API_KEY": KEY}
+        # anything Inspect would fetch from the internet goes to a proxy that refuses it (loopback stays direct)
+        env = {**os.environ, **offline_inspect, "LOCAL_BASE_URL": server.base_url, "LOCAL_API_KEY": KEY,
+               "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost"}
         inspect = Path(sys.executable).parent / "inspect"
         done = subprocess.run([str(inspect), "eval", "voe/bench", "-T", f"package={package}", "-T", "passes=2",
                                "--model", "openai-api/local/scripted", "--display", "none", "--no-log-realtime"],

@@ -5,6 +5,7 @@ verifies it, and no tool, resource or description carries anything verifier-only
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import os
 import re
@@ -99,6 +100,18 @@ def test_the_http_transport_serves_a_client_and_writes_the_run(package: Path, tm
                 assert done.structured_content["done"] and done.structured_content["end"] == "terminal"
 
         asyncio.run(drive())
+        # a web page in the user's browser may post to a loopback port: a foreign Origin or Host (DNS rebinding)
+        # is refused before MCP reads the body
+        port = int(match.group(1))
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        for headers, status in (({"Origin": "http://evil.example"}, 403), ({"Host": "evil.example"}, 421),
+                                ({"Host": f"127.0.0.1:{port}"}, None)):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("POST", "/mcp", body, {"Content-Type": "application/json",
+                                                 "Accept": "application/json, text/event-stream", **headers})
+            got = conn.getresponse().status
+            conn.close()
+            assert got == status if status is not None else got not in (403, 421), (headers, got)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
