@@ -62,6 +62,7 @@ TRAINING = "training"
 TRAINING_PARTS = {"README.md": "the training sets' dataset card (Hugging Face datasets reads its YAML header)",
                   "training.json": "what the training sets were made from, their counts and the workflows of each "
                                    "split"}
+TRAINING_MEDIA_TYPES = {".jsonl": JSONL, ".md": "text/markdown", ".json": "application/json"}
 
 
 def published_date(date: str | None = None) -> str:
@@ -114,8 +115,7 @@ def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, cou
     for name, data in sorted((training or {}).items()):  # verifier-derived: only beside the answers
         parts.append({"@id": name, "@type": "File", "name": name, "contentSize": str(len(data)),
                       "sha256": hashlib.sha256(data).hexdigest(), "voe:verifierOnly": True,
-                      "encodingFormat": JSONL if name.endswith(".jsonl") else "text/markdown"
-                      if name.endswith(".md") else "application/json",
+                      "encodingFormat": TRAINING_MEDIA_TYPES[Path(name).suffix],
                       "description": TRAINING_PARTS.get(name.rsplit("/", 1)[-1], "a split of the training set "
                                                         + name.split("/")[1] + " (voe export-training; "
                                                         "the chosen actions and values are the verifier's labels)")})

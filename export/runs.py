@@ -18,11 +18,10 @@ from typing import Any
 from urllib.parse import quote
 
 from voe.artifacts.package import Manifest, TaskView
-from voe.artifacts.run import StepRecord, TrajectorySummary, read_steps
+from voe.artifacts.run import StepRecord, TrajectorySummary, read_run_info, read_steps
 from voe.errors import InputError
-from voe.export.jsonld import ID, action_iri, context, iri, package_iri, read_json, tree
+from voe.export.jsonld import ID, action_iri, context, iri, package_iri, tree
 from voe.jsonl import read_jsonl
-from voe.versions import RUN_SCHEMA_VERSION, check
 
 
 class LoadedRun:
@@ -30,15 +29,7 @@ class LoadedRun:
 
     def __init__(self, run_dir: Path, manifest: Manifest, tasks: set[str], include_answers: bool) -> None:
         self.dir = run_dir
-        if not (run_dir / "run.json").is_file():
-            raise InputError("not a run folder (no run.json); create one with `voe run`", path=str(run_dir))
-        info = read_json(run_dir / "run.json")
-        if not isinstance(info, dict) or not isinstance(info.get("run_id"), str):
-            raise InputError("run.json is not a voe run record", path=str(run_dir / "run.json"))
-        check("run", info.get("schema_version"), RUN_SCHEMA_VERSION, str(run_dir / "run.json"))
-        if info.get("content_hash") != manifest.content_hash:
-            raise InputError(f"this run is of another package (content hash {info.get('content_hash')}, the package "
-                             f"exported is {manifest.content_hash})", path=str(run_dir))
+        info = read_run_info(run_dir, manifest.content_hash).model_dump(mode="json")
         if info.get("policy") == "reference" and not include_answers:
             raise InputError("a run of the reference policy replays the verifier-only answers; export it only with "
                              "--include-answers", path=str(run_dir))

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from voe.artifacts.package import REQUESTS, Action, EvidenceObject, TaskAnswer, TaskView, load_package
-from voe.artifacts.run import StepRecord, read_steps
+from voe.artifacts.run import StepRecord, read_run_info, read_steps
 from voe.errors import InputError, UsageError
 from voe.jsonl import read_jsonl
 from voe.replay.agent import JSON_NOTE, SYSTEM, observation_text, task_text
@@ -183,12 +183,12 @@ def export_training(pkg: Path, runs: Sequence[Path], out: Path, formats: Sequenc
                                 trajectory_id=f"reference:{task.view.task_id}",
                                 messages=_conversation(task, steps)[-1]))
     for run in runs:
-        info = json.loads((run / "run.json").read_text()) if (run / "run.json").is_file() else {}
-        by_trajectory = read_run_steps(run, manifest.content_hash)  # checks the run is one of this package
+        info = read_run_info(run, manifest.content_hash)
+        by_trajectory = read_run_steps(run, manifest.content_hash)
         records: dict[str, list[StepRecord]] = defaultdict(list)
         for rec in read_steps(run):
             records[rec.trajectory_id].append(rec)
-        run_infos.append({"run_id": info.get("run_id"), "policy": info.get("policy"),
+        run_infos.append({"run_id": info.run_id, "policy": info.policy,
                           "trajectories": len(by_trajectory)})
         for trajectory_id, lines in by_trajectory.items():
             task = tasks[lines[0].task_id]
@@ -198,12 +198,12 @@ def export_training(pkg: Path, runs: Sequence[Path], out: Path, formats: Sequenc
             terminal = next((lab for lab in labels if lab.outcome == "terminal"), None)
             if terminal is not None and terminal.valid and not any(r.outcome in PLUMBING for r in recs):
                 add("sft", task, SFTRow(task_id=task.view.task_id, workflow_id=task.view.workflow_id,
-                                        source=str(info.get("run_id")), trajectory_id=trajectory_id,
+                                        source=info.run_id, trajectory_id=trajectory_id,
                                         messages=conversation[-1]))
             for rec, lab in zip(recs, labels, strict=True):
                 if lab.value < 0:
                     add("preference", task, _preference(task, rec, lab, conversation[rec.t],
-                                                        str(info.get("run_id"))))
+                                                        info.run_id))
     if "value" in rows:
         for task in tasks.values():
             for row in _value_rows(task):

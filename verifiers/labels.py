@@ -37,11 +37,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from voe.artifacts.package import REQUESTS, TERMINALS, Action, TaskAnswer, TaskView, load_package
-from voe.artifacts.run import StepLine
+from voe.artifacts.run import StepLine, read_run_info
 from voe.artifacts.verdict import cost_fraction, cost_score, verdict
-from voe.errors import InputError
 from voe.jsonl import read_jsonl
-from voe.versions import LABELS_SCHEMA_VERSION, RUN_SCHEMA_VERSION, check, write_schemas
+from voe.versions import LABELS_SCHEMA_VERSION, write_schemas
 
 STATE_LIMIT = 1 << 16  # states of one task enumerated at most (a menu of 16 items within a long horizon)
 
@@ -293,17 +292,7 @@ def label_package(pkg: Path, out: Path | None = None, runs: Sequence[Path] = ())
 
 def read_run_steps(run: Path, content_hash: str) -> dict[str, list[StepLine]]:
     """A run's steps by trajectory, after checking the run is one of the package with `content_hash`."""
-    info_path = run / "run.json"
-    if not info_path.is_file():
-        raise InputError("not a run folder (no run.json); create one with `voe run`", path=str(run))
-    try:
-        info = json.loads(info_path.read_text())
-        check("run", info.get("schema_version"), RUN_SCHEMA_VERSION, str(info_path))
-        held = str(info["content_hash"])
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-        raise InputError(f"run.json is not a voe run record ({exc})", path=str(info_path)) from exc
-    if held != content_hash:
-        raise InputError("this run is of another package (content hash differs)", path=str(run))
+    read_run_info(run, content_hash)
     trajectories: dict[str, list[StepLine]] = defaultdict(list)
     for row in read_jsonl(run / "steps.jsonl"):
         step = StepLine.model_validate(row)

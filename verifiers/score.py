@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from voe.artifacts.package import load_package
+from voe.artifacts.run import read_run_info
 from voe.artifacts.scores import TrajectoryScore, file_sha256
 from voe.errors import InputError
 from voe.graph import Graph
@@ -15,19 +16,12 @@ from voe.jsonl import read_jsonl
 from voe.verifiers.graph_verify import verify_run
 from voe.verifiers.labels import TaskLabels, read_run_steps
 from voe.verifiers.metrics import clusters_of, score_trajectory, summarize
-from voe.versions import RUN_SCHEMA_VERSION, SCORES_SCHEMA_VERSION, check, write_schemas
+from voe.versions import SCORES_SCHEMA_VERSION, write_schemas
 
 
 def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[TrajectoryScore]]:
-    if not (run_dir / "run.json").is_file():
-        raise InputError("not a run folder (no run.json); create one with `voe run`", path=str(run_dir))
-    try:
-        info = json.loads((run_dir / "run.json").read_text())
-        check("run", info.get("schema_version"), RUN_SCHEMA_VERSION, str(run_dir / "run.json"))
-        package = Path(info["package"])
-        content_hash = str(info["content_hash"])
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-        raise InputError(f"run.json is not a voe run record ({exc})", path=str(run_dir / "run.json")) from exc
+    info = read_run_info(run_dir)
+    package, content_hash = Path(info.package), info.content_hash
     views, _, answers, manifest = load_package(package)
     settle(graph)
     if manifest.content_hash != content_hash:
@@ -47,13 +41,14 @@ def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[Traject
                                steps=labels[tr["task_id"]].steps(steps.get(tr["trajectory_id"], [])),
                                cluster=workflows[tr["task_id"]])
               for tr in read_jsonl(run_dir / "trajectories.jsonl")]
-    summary = summarize(scores, info["policy"], info["passes"])
-    summary["run_id"] = info["run_id"]
+    summary = summarize(scores, info.policy, info.passes)
+    summary["run_id"] = info.run_id
     summary["schema_version"] = SCORES_SCHEMA_VERSION
     # what was scored: `voe report` reads the scores back only while the run is the one scored
     summary["trajectories_sha256"] = file_sha256(run_dir / "trajectories.jsonl")
-    if info.get("calls") is not None:  # an agent run: what it cost
-        summary["usage"] = {k: info.get(k) for k in ("calls", "tokens_in", "tokens_out", "cost")}
+    if info.calls is not None:  # an agent run: what it cost
+        summary["usage"] = {"calls": info.calls, "tokens_in": info.tokens_in, "tokens_out": info.tokens_out,
+                            "cost": info.cost}
     (run_dir / "scores.jsonl").write_text("".join(json.dumps(s.model_dump()) + "\n" for s in scores))
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     write_schemas(run_dir, "scores", (("score", TrajectoryScore),))

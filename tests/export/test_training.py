@@ -136,7 +136,8 @@ def test_voe_export_training_cli(package: Path, exported: dict[str, Any], tmp_pa
     assert "config_name: preference" in (out / "README.md").read_text()
     other = tmp_path / "other-run"
     other.mkdir()
-    (other / "run.json").write_text(json.dumps({"schema_version": 2, "content_hash": "0" * 64}))
+    record = json.loads((Path(exported["runs"][0]) / "run.json").read_text())  # a real run's record, of another package
+    (other / "run.json").write_text(json.dumps({**record, "content_hash": "0" * 64}))
     bad = subprocess.run([sys.executable, "-m", "voe.cli", "export-training", str(package), "--runs", str(other),
                           "--out", str(tmp_path / "x")], capture_output=True, text=True, env=cli_env)
     assert bad.returncode == 2 and "another package" in bad.stderr and "Traceback" not in bad.stderr

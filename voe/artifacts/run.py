@@ -8,10 +8,11 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
+from voe.errors import InputError
 from voe.jsonl import read_jsonl
-from voe.versions import RUN_SCHEMA_VERSION, write_schemas
+from voe.versions import RUN_SCHEMA_VERSION, check, write_schemas
 
 Outcome = Literal["revealed", "unavailable", "duplicate", "parse_error", "off_menu", "terminal"]
 
@@ -123,6 +124,29 @@ def write_run_files(out: Path, steps: list[StepRecord], summaries: list[Trajecto
             writer.write(rec)
     (out / "trajectories.jsonl").write_text("".join(json.dumps(s.model_dump(), sort_keys=True) + "\n"
                                                     for s in summaries))
+
+
+def read_run_info(run_dir: Path, content_hash: str | None = None) -> RunInfo:
+    """A run folder's run.json, checked: there, of the schema version this voe reads, a run record; with
+    `content_hash`, a run of that package. Every reader of runs (score, labels, training sets, export) starts here."""
+    path = run_dir / "run.json"
+    if not path.is_file():
+        raise InputError("not a run folder (no run.json); create one with `voe run`", path=str(run_dir))
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"run.json is not a voe run record ({exc})", path=str(path)) from None
+    check("run", raw.get("schema_version") if isinstance(raw, dict) else None, RUN_SCHEMA_VERSION, str(path))
+    try:
+        info = RunInfo.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the record"
+        raise InputError(f"run.json is not a voe run record ({where}: {first['msg']})", path=str(path)) from None
+    if content_hash is not None and info.content_hash != content_hash:
+        raise InputError(f"this run is of another package (content hash {info.content_hash[:12]}, this package is "
+                         f"{content_hash[:12]})", path=str(run_dir))
+    return info
 
 
 def read_steps(run_dir: Path) -> list[StepRecord]:
