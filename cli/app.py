@@ -1,7 +1,7 @@
 """The `voe` group and what every command shares: JSON output, --quiet, progress on stderr, and `main`, which turns
 the library's errors into one line and the documented exit code.
 
-Exit codes (DESIGN §8): 0 ok, 1 the work found a problem, 2 bad usage or bad input.
+Exit codes (DESIGN §8): 0 ok, 1 the work found a problem, 2 bad usage or bad input; 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from voe import __version__
-from voe.errors import VoeError
+from voe.errors import UsageError, VoeError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,6 +40,20 @@ def echo_errors(report: Any) -> None:
     for err in report.errors:
         where = err.path + (f"#{err.pointer}" if err.pointer else "")
         click.echo(f"error: {where}: {err.message}", err=True)
+
+
+def claim_out(out: Path, *, force: bool, resume: bool | None = None) -> None:
+    """An --out folder that already holds something is refused unless the user said what to do with it: `--force`
+    replaces it, `--resume` (None: the command has no such flag) continues it. A run is never overwritten without
+    a word; the replacing itself is the command's (it writes aside and swaps, so an interrupt loses nothing)."""
+    if force or resume or not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    hint = "--force replaces it" + ("; --resume continues an interrupted agent run" if resume is not None else "")
+    raise UsageError(f"{out} exists and is not empty: {hint}")
+
+
+def force_option(fn: F) -> F:
+    return click.option("--force", is_flag=True, help="Replace --out if it exists (else an existing one is refused).")(fn)
 
 
 def log_to_stderr(enabled: bool) -> Callable[[str], None]:
@@ -66,7 +81,7 @@ def cli() -> None:
     Connection settings come from NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD and NEO4J_DATABASE
     (default bolt://127.0.0.1:7687, no auth, database neo4j).
 
-    Exit codes: 0 ok, 1 the work found a problem, 2 bad usage or bad input.
+    Exit codes: 0 ok, 1 the work found a problem, 2 bad usage or bad input, 130 interrupted.
     """
 
 
@@ -74,7 +89,11 @@ def cli() -> None:
 def main() -> None:
     try:
         cli.main(standalone_mode=False)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        # click turns Ctrl-C into Abort: it keeps the shell's code for an interrupt (128 + SIGINT)
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            click.echo("interrupted", err=True)
+            sys.exit(130)
         click.echo("aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:

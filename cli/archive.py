@@ -50,8 +50,12 @@ def ingest(paths: tuple[Path, ...], schema_dir: Path | None, no_schema: bool, st
         with reporter.bar("ingest", len(paths), "paths") as bar:
             report = ingest_paths(list(paths), graph, schema_dir=schema_dir, validate_schema=not no_schema,
                                   progress=reporter.say, bar=bar.update)
+    # when every path failed there is nothing to sum up: an all-zero summary on stdout would read as success
+    nothing = report.errors and not (report.records or report.files or sum(report.components.values()))
     if as_json:
         emit_json(report.model_dump())
+    elif nothing:
+        echo_errors(report)
     else:
         click.echo(f"records:    {report.records}")
         click.echo("components: " + (", ".join(f"{k} {v}" for k, v in report.components.items()) or "0"))

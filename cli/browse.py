@@ -11,11 +11,12 @@ from voe.cli.app import cli, emit_json
 @click.argument("task_id", required=False)
 @click.option("--query", "name", help="A named query of cypher/browser/ (default: task_evidence with TASK_ID).")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="A parameter of the query (repeatable).")
-@click.option("--http-url", default="http://127.0.0.1:7474", show_default=True,
-              help="Where the Browser is served (the local server's HTTP port).")
+@click.option("--http-url", envvar="VOE_HTTP_URL",
+              help="Where the Browser is served (or VOE_HTTP_URL). Default: the HTTP port of the local server of "
+                   "`voe db up` that NEO4J_URI names, else http://127.0.0.1:7474.")
 @click.option("--style", "show_style", is_flag=True, help="Print the Browser style (GraSS) to paste after `:style`.")
 @click.option("--json", "as_json", is_flag=True, help="Print the URL, the query and the named queries as JSON.")
-def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], http_url: str, show_style: bool,
+def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], http_url: str | None, show_style: bool,
                as_json: bool) -> None:
     """Print the Neo4j Browser URL that opens with a review query ready to run.
 
@@ -32,7 +33,7 @@ def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], h
       voe browse --style
     """
     from voe.browse import browser_url, named_queries, query_text, style
-    from voe.config import Neo4jSettings, local_password
+    from voe.config import Neo4jSettings, local_instance, local_password
     from voe.errors import UsageError
     from voe.settings import settings
 
@@ -50,6 +51,11 @@ def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], h
         name = name or "task_evidence"
     query = query_text(name, values) if name else None
     conn = Neo4jSettings.from_env()
+    if task_id is not None:
+        _check_task(task_id, conn.uri)
+    if http_url is None:
+        local = local_instance(conn.uri, settings().cache_dir)
+        http_url = f"http://127.0.0.1:{local.http_port}" if local is not None else "http://127.0.0.1:7474"
     url = browser_url(http_url, conn.uri, query, conn.user if conn.password else None)
     if as_json:
         emit_json({"url": url, "query": query, "queries": named_queries(), "user": conn.user if conn.password else None})
@@ -63,3 +69,15 @@ def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], h
         click.echo("named queries (voe browse --query NAME --param ...):", err=True)
         for q, what in named_queries().items():
             click.echo(f"  {q:<16} {what}", err=True)
+
+
+def _check_task(task_id: str, uri: str) -> None:
+    """A URL for a task the graph does not hold would open an empty view: refused, saying where to find ids."""
+    from voe.errors import UsageError
+    from voe.graph import Graph
+
+    with Graph() as graph:
+        graph.verify()
+        if not graph.query("stats/task_known", task_id=task_id)[0]["tasks"]:
+            raise UsageError(f"the graph at {uri} holds no task {task_id!r}; `voe browse --query tasks "
+                             "--param package=CONTENT_HASH` lists a package's tasks (tasks.jsonl names them too)")

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from voe.cli.app import F, cli, echo_errors, emit_json, log_to_stderr, progress_reporter, quiet_option
+from voe.config import up_command
 
 
 def _server_options(fn: F) -> F:
@@ -116,7 +117,8 @@ def db_password(instance: str, bolt_port: int, http_port: int) -> None:
 
     server = LocalNeo4j(instance, bolt_port, http_port)
     if not server.password_file.is_file():
-        click.echo(f"no password yet: start the instance {instance} with `voe db up` first", err=True)
+        click.echo(f"no password yet: start the instance {instance} with `{up_command(instance, bolt_port, http_port)}` "
+                   "first", err=True)
         sys.exit(1)
     click.echo(server.password())
 
@@ -139,7 +141,7 @@ def db_status(instance: str, bolt_port: int, http_port: int, as_json: bool) -> N
     elif status.running:
         click.echo(f"running: Neo4j {status.version}, pid {status.pid}, {status.bolt_uri}, {status.browser_url}")
     else:
-        click.echo(f"not running ({status.bolt_uri}); start it with `voe db up`")
+        click.echo(f"not running ({status.bolt_uri}); start it with `{up_command(instance, bolt_port, http_port)}`")
     if not status.running:
         sys.exit(1)
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from voe.cli.app import cli, emit_json, progress_reporter, quiet_option
+from voe.cli.app import claim_out, cli, emit_json, force_option, progress_reporter, quiet_option
 from voe.errors import UsageError
 
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ class _PolicyOption(click.Option):
               help='Price table JSON {model: {"input_per_mtok": USD, "output_per_mtok": USD}} (or VOE_PRICES).')
 @click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per API call.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted agent run in --out where it stopped.")
+@force_option
 @click.option("--no-cache", "no_cache", is_flag=True,
               help="Do not reuse answers from the shared response cache (VOE_CACHE_DIR/llm).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run info as JSON.")
@@ -80,7 +81,7 @@ class _PolicyOption(click.Option):
 def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_url: str | None, protocol: Protocol,
             response_format: ResponseFormat, temperature: float, max_tokens: int | None, concurrency: int,
             max_requests: int | None, max_cost: float | None, prices: Path | None, timeout: float, resume: bool,
-            no_cache: bool, as_json: bool, quiet: bool) -> None:
+            force: bool, no_cache: bool, as_json: bool, quiet: bool) -> None:
     """Run a policy over every task of a package through the replay environment.
 
     One JSON line per step (steps.jsonl), one per observation a request returned (observations.jsonl)
@@ -94,6 +95,13 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
       voe run out/pkg --policy openai:gpt-4o-mini --base-url http://127.0.0.1:8000/v1 --out out/run-model
       voe run out/pkg --policy python:mypolicy:act --out out/run-mine
     """
+    if resume and not policy.startswith("openai:"):
+        raise UsageError("--resume continues an agent run (openai:MODEL); other policies run whole in seconds")
+    claim_out(out, force=force, resume=resume)
+    if force and not resume and policy.startswith("openai:") and out.exists():
+        import shutil
+
+        shutil.rmtree(out)  # an agent run writes in place (its parts are what --resume continues)
     if policy.startswith("openai:"):
         from voe.llm import Settings, load_prices
         from voe.replay.agent_run import run_agent
@@ -220,7 +228,8 @@ def label_cmd(package: Path, runs: tuple[Path, ...], out: Path | None, as_json: 
 @click.option("--port", type=int, default=0, show_default=True,
               help="The http port (0: a free one, printed on stderr).")
 @click.option("--passes", type=int, default=1, show_default=True, help="Episodes of each task the client may play.")
-def serve_cmd(package: Path, out: Path, transport: str, port: int, passes: int) -> None:
+@force_option
+def serve_cmd(package: Path, out: Path, transport: str, port: int, passes: int, force: bool) -> None:
     """The replay environment as an MCP server: an agent plays the tasks on its own surface, and the session is a
     voe run (`voe score`, `voe report` and `voe export --runs` take it).
 
@@ -237,6 +246,7 @@ def serve_cmd(package: Path, out: Path, transport: str, port: int, passes: int) 
         from voe.replay.mcp_server import serve
     except ImportError as exc:
         raise UsageError(f"voe serve needs the MCP SDK: pip install 'voe-evidence[mcp]' ({exc})") from exc
+    claim_out(out, force=force)
 
     def ready(bound: int) -> None:
         click.echo(f"voe serve: MCP over streamable HTTP at http://127.0.0.1:{bound}/mcp (run folder {out})",
@@ -252,7 +262,8 @@ def serve_cmd(package: Path, out: Path, transport: str, port: int, passes: int) 
 @click.option("--package", type=click.Path(path_type=Path, file_okay=False),
               help="The package the log was played on (default: the path the log records).")
 @click.option("--json", "as_json", is_flag=True, help="Print run.json's fields and the skipped samples as JSON.")
-def import_inspect_cmd(log: Path, out: Path, package: Path | None, as_json: bool) -> None:
+@force_option
+def import_inspect_cmd(log: Path, out: Path, package: Path | None, as_json: bool, force: bool) -> None:
     """Turn an Inspect log of `inspect eval voe/bench` into a voe run (`voe score`, `voe report` and
     `voe export --runs` take it).
 
@@ -271,6 +282,7 @@ def import_inspect_cmd(log: Path, out: Path, package: Path | None, as_json: bool
         from voe.replay.inspect_import import import_log
     except ImportError as exc:
         raise UsageError(f"voe import-inspect needs Inspect AI: pip install 'voe-evidence[inspect]' ({exc})") from exc
+    claim_out(out, force=force)
     done = import_log(log, out, package)
     if as_json:
         emit_json({**done.info.model_dump(), "skipped": done.skipped})

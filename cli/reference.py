@@ -42,7 +42,8 @@ def help_text(path: tuple[str, ...], command: click.Command) -> str:
 def render() -> str:
     parts = ["# voe command reference", "",
              "Generated from `--help` by `python -m voe.cli.reference`; tests/cli/test_reference.py keeps it "
-             "current. Exit codes everywhere: 0 ok, 1 the work found a problem, 2 bad usage or bad input.", ""]
+             "current. Exit codes everywhere: 0 ok, 1 the work found a problem, 2 bad usage or bad input, 130 "
+             "interrupted.", ""]
     for path, command in commands():
         parts += [f"## `{' '.join(path)}`", "", "```text", help_text(path, command).rstrip(), "```", ""]
     return "\n".join(parts)

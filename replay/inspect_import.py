@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from voe.artifacts.package import load_package
-from voe.artifacts.run import RunInfo, StepRecord, TrajectorySummary, write_run_files, write_run_schemas
+from voe.artifacts.run import RunInfo, StepRecord, TrajectorySummary, staged_folder, write_run_files, write_run_schemas
 from voe.errors import UsageError
 from voe.replay.agent import observation_text
 from voe.replay.env import ReplayEnv
@@ -86,8 +86,6 @@ def import_log(log_path: Path, out: Path, package: Path | None = None) -> Import
         for usage in (sample.model_usage or {}).values():
             tokens_in += usage.input_tokens
             tokens_out += usage.output_tokens
-    out.mkdir(parents=True, exist_ok=True)
-    write_run_files(out, steps, summaries)
     inspect: dict[str, Any] = {"task": log.eval.task, "eval_id": log.eval.eval_id, "log": log_path.name,
                                "version": log.eval.packages.get("inspect_ai"), "skipped": len(skipped)}
     info = RunInfo(run_id=run_id, policy=policy, passes=log.eval.config.epochs or 1, seed=0,
@@ -96,8 +94,10 @@ def import_log(log_path: Path, out: Path, package: Path | None = None) -> Import
                    settings={"surface": "inspect", "model": log.eval.model, "inspect": inspect},
                    tokens_in=tokens_in, tokens_out=tokens_out, calls=calls,
                    prompt_version=int(meta.get("voe_prompt_version", 0)) or None)
-    (out / "run.json").write_text(json.dumps(info.model_dump(), indent=2, sort_keys=True) + "\n")
-    write_run_schemas(out)
+    with staged_folder(out) as folder:  # an older run in `out` stays whole until the new one is
+        write_run_files(folder, steps, summaries)
+        (folder / "run.json").write_text(json.dumps(info.model_dump(), indent=2, sort_keys=True) + "\n")
+        write_run_schemas(folder)
     return Imported(info, skipped)
 
 

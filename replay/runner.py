@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from voe.artifacts.package import TaskAnswer, TaskView, load_package
-from voe.artifacts.run import RunInfo, StepWriter, TrajectorySummary, write_run_schemas
+from voe.artifacts.run import RunInfo, StepWriter, TrajectorySummary, staged_folder, write_run_schemas
 from voe.errors import UsageError
 from voe.replay.env import ReplayEnv
 from voe.replay.policies import NO_ANSWER
@@ -65,8 +65,9 @@ def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy
     elif policy_fn is None:
         policy_fn = get(policy).act  # a UsageError naming the choices for an unknown name
     try:
-        return _run(pkg, policy, passes, seed, out, views, evidence, answers, manifest.content_hash, policy_fn,
-                    sealed, progress)
+        with staged_folder(out) as folder:  # an interrupt leaves no half-written run (and an older one intact)
+            return _run(pkg, policy, passes, seed, folder, views, evidence, answers, manifest.content_hash, policy_fn,
+                        sealed, progress)
     finally:
         if sealed is not None:
             sealed.close()
@@ -78,7 +79,6 @@ def _run(pkg: Path, policy: str, passes: int, seed: int, out: Path, views: list[
     env = ReplayEnv(evidence)
     run_id = f"run:{policy}:{content_hash[:12]}:s{seed}:p{passes}"
     started = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
     summaries: list[TrajectorySummary] = []
     with StepWriter(out) as steps_out:
         for p in range(passes):

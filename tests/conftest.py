@@ -1,7 +1,7 @@
 """Shared fixtures: a real Neo4j over Bolt and the real shared archives.
 
 Neo4j: NEO4J_URI when set (tools/test.sh sets it after `voe db up --instance test`), else the suite
-starts its own instance ("test", Bolt 17687) and stops it at the end. Every test that takes `graph`
+starts an instance of its own on free ports and stops and removes it at the end. Every test that takes `graph`
 gets an empty database. Under CI=true a Neo4j that does not come up, or a missing ../shared, fails the
 run instead of skipping.
 """
@@ -9,11 +9,13 @@ run instead of skipping.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.ports import free_ports
 from voe.config import Neo4jSettings
 from voe.graph import Graph
 from voe.ingest import ingest_paths
@@ -22,8 +24,6 @@ from voe.replay.admission import compile_package
 REPO = Path(__file__).resolve().parent.parent
 ARCHIVES = REPO.parent / "shared" / "archives"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-TEST_BOLT_PORT = 17687
-TEST_HTTP_PORT = 17474
 
 
 # a test that takes one of these talks to Neo4j; `pytest -m "not neo4j"` runs the others with no server
@@ -58,16 +58,18 @@ def neo4j_settings() -> Iterator[Neo4jSettings]:
     from voe.errors import ServerError
     from voe.neo4j_server import LocalNeo4j
 
-    server = LocalNeo4j("test", TEST_BOLT_PORT, TEST_HTTP_PORT, heap="1g", pagecache="256m")
-    was_running = server.status().running
+    # an instance of this session alone, on ports free now: another suite or a developer's server keeps its own
+    bolt, http = free_ports()
+    server = LocalNeo4j(f"pytest-{os.getpid()}", bolt, http, heap="1g", pagecache="256m")
     try:
         status = server.up()
     except ServerError as exc:
+        shutil.rmtree(server.home, ignore_errors=True)
         _unavailable(f"could not start the local Neo4j: {exc}")
         raise
     yield Neo4jSettings(uri=status.bolt_uri, password=server.password())
-    if not was_running:
-        server.down()
+    server.down()
+    shutil.rmtree(server.home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

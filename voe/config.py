@@ -8,6 +8,7 @@ that Bolt port is used, so every voe command reaches the user's own server witho
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -39,8 +40,32 @@ class Neo4jSettings(BaseModel):
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-def local_password(uri: str, cache_dir: Path) -> str | None:
-    """The password of the local instance (under `cache_dir/instances/`) whose Bolt listens on `uri`'s port."""
+@dataclass(frozen=True)
+class LocalInstance:
+    """A local server of `voe db up` as its folder records it."""
+
+    name: str
+    bolt_port: int
+    http_port: int
+    password: str
+    running: bool
+
+    @property
+    def up_command(self) -> str:
+        return up_command(self.name, self.bolt_port, self.http_port)
+
+
+def up_command(instance: str, bolt_port: int, http_port: int) -> str:
+    """`voe db up` with the flags not at their defaults, for a hint the user can paste."""
+    flags = [f"--instance {instance}" if instance != "default" else "",
+             f"--bolt-port {bolt_port}" if bolt_port != 7687 else "",
+             f"--http-port {http_port}" if http_port != 7474 else ""]
+    return " ".join(["voe db up", *(f for f in flags if f)])
+
+
+def local_instance(uri: str, cache_dir: Path) -> LocalInstance | None:
+    """The local instance (under `cache_dir/instances/`) whose Bolt listens on `uri`'s port; one running on it
+    first (two instances may have used one port, one at a time), else the first by name."""
     try:
         parts = urlsplit(uri)
         host, port = parts.hostname, parts.port or 7687
@@ -49,17 +74,27 @@ def local_password(uri: str, cache_dir: Path) -> str | None:
     if host not in LOOPBACK:
         return None
     wanted = f"server.bolt.listen_address=127.0.0.1:{port}"
-    found: list[tuple[bool, str]] = []  # (not running, password): an instance running on the port comes first
+    found: list[LocalInstance] = []
     for conf in sorted((cache_dir / "instances").glob("*/conf/neo4j.conf")):
+        home = conf.parent.parent
         try:
-            if wanted not in conf.read_text().splitlines():
+            lines = conf.read_text().splitlines()
+            if wanted not in lines:
                 continue
-            password = (conf.parent.parent / "password").read_text().strip()
+            password = (home / "password").read_text().strip()
         except OSError:
             continue
+        http = next((ln.rsplit(":", 1)[1] for ln in lines if ln.startswith("server.http.listen_address=")), "7474")
         if password:
-            found.append((not _running(conf.parent.parent / "neo4j.pid"), password))
-    return sorted(found, key=lambda f: f[0])[0][1] if found else None
+            found.append(LocalInstance(home.name, port, int(http) if http.isdigit() else 7474, password,
+                                       _running(home / "neo4j.pid")))
+    return sorted(found, key=lambda f: not f.running)[0] if found else None
+
+
+def local_password(uri: str, cache_dir: Path) -> str | None:
+    """The password of the local instance whose Bolt listens on `uri`'s port."""
+    found = local_instance(uri, cache_dir)
+    return found.password if found is not None else None
 
 
 def _running(pid_file: Path) -> bool:

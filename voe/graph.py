@@ -428,13 +428,27 @@ class Graph:
     def close(self) -> None:
         self._driver.close()
 
+    def _up_hint(self) -> str:
+        """`voe db up` with the flags of the local instance NEO4J_URI names, when one was set up here."""
+        from urllib.parse import urlsplit
+
+        from voe.config import local_instance
+        from voe.settings import settings
+
+        found = local_instance(self.settings.uri, settings().cache_dir)
+        if found is not None:
+            return found.up_command
+        parts = urlsplit(self.settings.uri)
+        local = parts.hostname in ("127.0.0.1", "localhost") and parts.port not in (None, 7687)
+        return f"voe db up --bolt-port {parts.port}" if local else "voe db up"
+
     def verify(self) -> None:
         try:
             self._driver.verify_connectivity()
         except (ServiceUnavailable, OSError) as exc:
             raise GraphUnavailable(
                 f"Neo4j is not reachable at {self.settings.uri} ({exc}). Start the local one with "
-                "`voe db up`, or set NEO4J_URI to a running server."
+                f"`{self._up_hint()}`, or set NEO4J_URI to a running server."
             ) from exc
         except AuthError as exc:
             raise GraphUnavailable(

@@ -1,13 +1,15 @@
 """Progress of long commands on stderr: messages, and a bar for counted work (paths, files, moments, episodes).
 
 On a terminal the bar is rich's live display (redrawn ten times a second, so its clock moves while one long file
-is parsed; messages print above it); elsewhere (a log, CI) a bar prints one line when the work ends, so logs stay
-readable. `--quiet` turns both off; `--json` does not (it is stdout's shape).
+is parsed; messages print above it); elsewhere (a log, CI) a bar prints one line when the work ends, and a
+heartbeat line every HEARTBEAT_S while it runs, so a log shows a long parse is alive without filling up.
+`--quiet` turns both off; `--json` does not (it is stdout's shape).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import IO
 
@@ -15,10 +17,13 @@ from rich.console import Console
 from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as Live
 
+HEARTBEAT_S = 30.0
+
 
 class Progress:
-    def __init__(self, enabled: bool = True, stream: IO[str] | None = None) -> None:
+    def __init__(self, enabled: bool = True, stream: IO[str] | None = None, heartbeat_s: float = HEARTBEAT_S) -> None:
         self.enabled = enabled
+        self.heartbeat_s = heartbeat_s
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self._bar: Bar | None = None
@@ -45,6 +50,11 @@ class Bar:
         self.started = time.monotonic()
         self.live: Live | None = None
         self._closed = False
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+        if progress.enabled and not progress.tty and progress.heartbeat_s > 0:
+            self._beat = threading.Thread(target=self._heartbeat, name=f"progress-{label}", daemon=True)
+            self._beat.start()
         if progress.enabled and progress.tty:
             console = Console(file=progress.stream, force_terminal=True, highlight=False, soft_wrap=True)
             self.live = Live(TextColumn("{task.description}"), BarColumn(bar_width=24),
@@ -52,6 +62,12 @@ class Bar:
                              console=console, transient=True, refresh_per_second=10)
             self._task = self.live.add_task(label, total=total or None, count=self._count(), rate=self._rate())
             self.live.start()
+
+    def _heartbeat(self) -> None:
+        """Off a terminal: where the work stands every heartbeat_s, until the bar closes."""
+        while not self._stop.wait(self.progress.heartbeat_s):
+            elapsed = time.monotonic() - self.started
+            self.progress.say(f"{self.label}: {self._count()} after {elapsed:.0f} s, working")
 
     def __enter__(self) -> Bar:
         return self
@@ -95,6 +111,9 @@ class Bar:
         if self._closed:
             return
         self._closed = True
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join()
         p = self.progress
         if self.live is not None:
             self.live.stop()  # transient: the live bar is erased, the summary line below replaces it

@@ -69,3 +69,11 @@ def test_db_status_of_an_instance_that_is_not_running(tmp_path: Path) -> None:
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 1
     assert "not running" in proc.stdout
+    assert "`voe db up --instance idle --bolt-port 9`" in proc.stdout  # the hint keeps the user's flags
+
+
+def test_a_path_error_prints_the_error_and_no_summary(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    proc = subprocess.run([sys.executable, "-m", "voe.cli", "ingest", str(tmp_path / "absent")], capture_output=True,
+                          text=True, env=cli_env)
+    assert proc.returncode == 2 and "path does not exist" in proc.stderr
+    assert proc.stdout == ""  # no all-zero summary that would read as a finished ingest

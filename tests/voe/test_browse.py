@@ -23,11 +23,13 @@ from voe.browse import (
     query_text,
     style,
 )
+from voe.config import local_instance
 from voe.graph import Graph
 from voe.ingest import ingest_paths
 from voe.neo4j_server import LocalNeo4j
 from voe.replay.admission import compile_package
 from voe.replay.runner import run_policy
+from voe.settings import settings
 from voe.verifiers.score import score_run
 
 
@@ -78,6 +80,14 @@ def test_voe_browse_prints_a_browser_url_with_the_query(compiled: dict[str, str]
     missing = subprocess.run([sys.executable, "-m", "voe.cli", "browse", "--query", "record_defects"], capture_output=True,
                              text=True, env=cli_env, timeout=60)
     assert missing.returncode == 2 and "--param ark=" in missing.stderr
+    # the Browser is the one of the server NEO4J_URI names (its own HTTP port), not a fixed 7474
+    local = local_instance(cli_env["NEO4J_URI"], settings().cache_dir)
+    if local is not None:
+        assert url.port == local.http_port
+    unknown = subprocess.run([sys.executable, "-m", "voe.cli", "browse", "task:0000000000000000"], capture_output=True,
+                             text=True, env=cli_env, timeout=60)
+    assert unknown.returncode == 2 and "holds no task 'task:0000000000000000'" in unknown.stderr
+    assert unknown.stdout == "" and "Traceback" not in unknown.stderr
 
 
 def test_the_style_gives_every_label_a_readable_caption() -> None:

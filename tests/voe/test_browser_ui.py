@@ -6,15 +6,14 @@ fails (.ci/run installs Chromium)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
 from tests.conftest import IN_CI
+from tests.ports import browser_http
 from voe.artifacts.package import load_package
 from voe.browse import browser_url, named_queries, query_text
 from voe.graph import Graph
@@ -22,15 +21,6 @@ from voe.ingest import ingest_paths
 from voe.replay.admission import compile_package
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-def _browser_http(bolt_uri: str) -> str:
-    """The Browser of the server the suite uses: VOE_BROWSER_URL, else voe's port convention (HTTP = Bolt - 213,
-    as 7474/7687 and the test instance's 17474/17687)."""
-    if url := os.environ.get("VOE_BROWSER_URL"):
-        return url
-    parsed = urlparse(bolt_uri)
-    return f"http://{parsed.hostname}:{(parsed.port or 7687) - 213}"
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +74,7 @@ def test_the_browser_draws_a_task_and_a_record_with_readable_captions(
     task = views[0]
     page = playwright_page
     user = graph.settings.user if graph.settings.password else None
-    url = browser_url(_browser_http(graph.settings.uri), graph.settings.uri,
+    url = browser_url(browser_http(graph.settings.uri), graph.settings.uri,
                       query_text("task_evidence", {"task_id": task.task_id}), user)
     page.goto(url)  # type: ignore[attr-defined]
     if user:  # the server runs with a password: the form comes filled in but for it, as `voe browse` says

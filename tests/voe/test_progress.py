@@ -29,6 +29,19 @@ def test_a_log_gets_messages_and_one_line_per_bar() -> None:
     assert lines[0] == "a message" and lines[1].startswith("run: 3/3 trajectories in ") and len(lines) == 2
 
 
+def test_a_log_hears_a_heartbeat_while_one_long_item_runs() -> None:
+    """Off a terminal a bar stuck on one long file still says it is alive (not once per file started)."""
+    out = io.StringIO()
+    p = Progress(stream=out, heartbeat_s=0.2)
+    with p.bar("ingest", 2, "paths"):
+        time.sleep(0.7)  # one long parse: no update at all
+    lines = out.getvalue().splitlines()
+    beats = [ln for ln in lines if re.fullmatch(r"ingest: 0/2 paths after \d+ s, working", ln)]
+    assert len(beats) >= 2 and lines[-1].startswith("ingest: 0/2 paths in ")
+    time.sleep(0.5)
+    assert out.getvalue().splitlines() == lines  # nothing after the bar closed
+
+
 def test_a_terminal_gets_a_bar_redrawn_in_place() -> None:
     out = Tty()
     p = Progress(stream=out)

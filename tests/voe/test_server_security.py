@@ -25,20 +25,12 @@ import pytest
 from neo4j import GraphDatabase
 from neo4j.exceptions import AuthError, ClientError
 
-from tests.ports import free_ports
+from tests.ports import browser_http, free_ports
 from voe.config import Neo4jSettings, local_password
 from voe.neo4j_server import LocalNeo4j
 from voe.settings import settings
 
 EVIL = "http://evil.example"
-
-
-def _http(bolt_uri: str) -> str:
-    """voe's port convention (HTTP = Bolt - 213: 7474/7687, the test instance's 17474/17687)."""
-    if url := os.environ.get("VOE_BROWSER_URL"):
-        return url.rstrip("/")
-    parsed = urlparse(bolt_uri)
-    return f"http://{parsed.hostname}:{(parsed.port or 7687) - 213}"
 
 
 class _Listener:
@@ -74,7 +66,7 @@ class _Listener:
 
 
 def _attack(bolt_uri: str, http: str | None = None) -> None:
-    http = http or _http(bolt_uri)
+    http = http or browser_http(bolt_uri)
     # 1. the HTTP Cypher endpoint a page would POST to with fetch(): not served
     request = urllib.request.Request(f"{http}/db/neo4j/tx/commit", method="POST", data=json.dumps(
         {"statements": [{"statement": "MATCH (n) DETACH DELETE n"}]}).encode(),

@@ -5,6 +5,11 @@ schemas, writer and reader."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -124,6 +129,32 @@ def write_run_files(out: Path, steps: list[StepRecord], summaries: list[Trajecto
             writer.write(rec)
     (out / "trajectories.jsonl").write_text("".join(json.dumps(s.model_dump(), sort_keys=True) + "\n"
                                                     for s in summaries))
+
+
+@contextmanager
+def staged_folder(out: Path) -> Iterator[Path]:
+    """A folder written aside (beside `out`, so the swap is one rename on one file system) and swapped in whole when
+    the block ends: an interrupt or an error leaves `out` as it was, absent or the previous one, never half-written."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    try:
+        tmp.chmod(0o777 & ~_umask())  # as mkdir would have made it (mkdtemp's is the owner's alone)
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = out.with_name(f".{out.name}.replaced-{os.getpid()}") if out.exists() else None
+    if old is not None:
+        os.replace(out, old)
+    os.replace(tmp, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def read_run_info(run_dir: Path, content_hash: str | None = None) -> RunInfo:
