@@ -14,13 +14,17 @@ from voe.cli.app import cli, emit_json
 @click.option("--http-url", envvar="VOE_HTTP_URL",
               help="Where the Browser is served (or VOE_HTTP_URL). Default: the HTTP port of the local server of "
                    "`voe db up` that NEO4J_URI names, else http://127.0.0.1:7474.")
+@click.option("--answers", is_flag=True,
+              help="With TASK_ID: the verifier's side of the task (its answer, the items it binds, its decision "
+                   "moment), for a curator checking a gold. Never show it to a policy.")
 @click.option("--style", "show_style", is_flag=True, help="Print the Browser style (GraSS) to paste after `:style`.")
 @click.option("--json", "as_json", is_flag=True, help="Print the URL, the query and the named queries as JSON.")
-def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], http_url: str | None, show_style: bool,
-               as_json: bool) -> None:
+def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], http_url: str | None, answers: bool,
+               show_style: bool, as_json: bool) -> None:
     """Print the Neo4j Browser URL that opens with a review query ready to run.
 
-    With TASK_ID: the task's menu, the evidence behind it and the source locations of its facts.
+    With TASK_ID: the task's menu, the evidence behind it and the source locations of its facts (the task as a
+    row of what a policy sees: the review queries draw nothing of the verifier's side; --answers shows it).
     Other named queries (--query): record_defects (--param ark=...), admission (--param package=...),
     trajectory (--param trajectory_id=...), tasks (--param package=...). The Browser connects to
     NEO4J_URI as neo4j; the password of a local server of `voe db up` is printed beside the URL
@@ -29,6 +33,7 @@ def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], h
     \b
     Examples:
       voe browse TASK_ID
+      voe browse TASK_ID --answers
       voe browse --query record_defects --param ark=ark:/88434/mds2-4103
       voe browse --style
     """
@@ -48,7 +53,9 @@ def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], h
         values[key] = value
     if task_id is not None:
         values.setdefault("task_id", task_id)
-        name = name or "task_evidence"
+        name = name or ("task_answers" if answers else "task_evidence")
+    elif answers:
+        raise UsageError("--answers shows one task's answer: give its TASK_ID")
     query = query_text(name, values) if name else None
     conn = Neo4jSettings.from_env()
     if task_id is not None:

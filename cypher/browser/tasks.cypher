@@ -1,3 +1,4 @@
-// The tasks of a package with their workflows: the place to start a review.
-MATCH p = (t:Task {package: $package})-[:IN_WORKFLOW]->(:Workflow)
-RETURN p
+// The tasks of a package by workflow: the place to start a review. Workflows are drawn; the tasks are rows of
+// their policy-visible fields (`voe browse TASK_ID` opens one).
+MATCH (t:Task {package: $package})-[:IN_WORKFLOW]->(w:Workflow)
+RETURN w AS workflow, collect(t {.id, .question, .horizon}) AS tasks

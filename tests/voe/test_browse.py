@@ -55,12 +55,33 @@ def _run(graph: Graph, name: str, values: dict[str, str]) -> list[dict[str, obje
 
 
 def test_every_named_query_runs_and_shows_what_it_names(_session_graph: Graph, compiled: dict[str, str]) -> None:
-    assert set(named_queries()) == {"task_evidence", "record_defects", "admission", "trajectory", "tasks"}
+    assert set(named_queries()) == {"task_evidence", "task_answers", "record_defects", "admission", "trajectory",
+                                    "tasks"}
     for name in named_queries():
         rows = _run(_session_graph, name, {p: compiled[p] for p in parameters(name)})
         assert rows, name
     menu = _run(_session_graph, "task_evidence", {"task_id": compiled["task_id"]})
-    assert len({json.dumps(r["menu"], sort_keys=True, default=str) for r in menu}) == int(compiled["menu"])
+    assert len({json.dumps(r["evidence"], sort_keys=True, default=str) for r in menu}) == int(compiled["menu"])
+
+
+def test_only_the_answers_query_shows_the_verifiers_side(_session_graph: Graph, compiled: dict[str, str]) -> None:
+    """The review queries a reviewer runs by default draw no Task node (it carries the answer), no BINDS edge and
+    no DecisionMoment; `task_answers` (voe browse TASK_ID --answers) shows them, when asked."""
+    verifier_only = ("accepted_classes", "must_bind", "may_bind", "reference_class", "needed", "useful", "family")
+    for name in named_queries():
+        if name in ("task_answers", "admission"):
+            continue
+        with _session_graph._driver.session() as s:  # noqa: SLF001
+            result = s.run(f"CYPHER 5 {query_text(name, {p: compiled[p] for p in parameters(name)})}")
+            graph = result.graph()
+            rows = result.data()
+        assert not [n for n in graph.nodes if {"Task", "DecisionMoment"} & set(n.labels)], name
+        assert not [r for r in graph.relationships if r.type in ("BINDS", "DERIVED_FROM")], name
+        text = json.dumps(rows, default=str)
+        assert not [k for k in verifier_only if f'"{k}"' in text], (name, text[:300])
+    with _session_graph._driver.session() as s:  # noqa: SLF001
+        shown = s.run(f"CYPHER 5 {query_text('task_answers', {'task_id': compiled['task_id']})}").graph()
+    assert [n for n in shown.nodes if "Task" in n.labels][0]["accepted_classes"]
     admission = _run(_session_graph, "admission", {"package": compiled["package"]})
     assert any(r["admitted"] and r["task"] == compiled["task_id"] for r in admission)
 

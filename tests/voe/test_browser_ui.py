@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import IN_CI
 from tests.ports import browser_http
-from voe.artifacts.package import load_package
+from voe.artifacts.package import Family, load_package
 from voe.browse import browser_url, named_queries, query_text
 from voe.graph import Graph
 from voe.ingest import ingest_paths
@@ -98,6 +98,12 @@ def test_the_browser_draws_a_task_and_a_record_with_readable_captions(
     titles = {e.title for e in task.menu}
     assert any(any(t.startswith(c) for t in titles) for c in captions), captions  # evidence titles, cut short
     assert not [c for c in captions if c.startswith(("task:", "ev:", "loc:", "file:sha256", "component:"))], captions
+    # no answer on the default view: no Task node (it carries the answer), no BINDS edge, no family as a caption
+    families = {f.value for f in Family}
+    assert not families & set(captions), captions
+    overview = page.locator("text=Relationship types").first.locator("xpath=../..").inner_text()  # type: ignore[attr-defined]
+    assert "IN_FILE" in overview and "OFFERS" not in overview and "BINDS" not in overview, overview
+    assert page.get_by_text("Task (", exact=False).count() == 0  # type: ignore[attr-defined]
     _run(page, query_text("record_defects", {"ark": "ark:/88434/mds2-4103"}))
     time.sleep(2)
     defects = _captions(page, 2)
