@@ -1,7 +1,7 @@
 """`voe run --policy openai:MODEL`: every (pass, task) of a package as one trajectory of the model, with
 bounded concurrency, a budget, and resume.
 
-Each finished trajectory is written at once to RUN/parts/NNNNNN.json (atomically); the run's files are
+Each finished trajectory is appended at once to RUN/parts/log.jsonl (a line each); the run's files are
 assembled from the parts in (pass, task) order when all are done, so they are the same bytes whatever the
 concurrency and however often the run was interrupted and resumed. A trajectory cut off mid-way is played
 again on resume from the run's own response cache (RUN/responses), so it ends as it would have. Timing
@@ -19,10 +19,22 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from voe import collector
 from voe.artifacts.package import TaskView, load_package
 from voe.artifacts.run import RunInfo, StepRecord, TrajectorySummary, write_run_files, write_run_schemas
 from voe.errors import UsageError, VoeError
-from voe.llm import Budget, BudgetExhausted, ChatClient, LLMError, Price, ResponseCache, Settings, default_cache_dir
+from voe.jsonl import AppendLog
+from voe.llm import (
+    Budget,
+    BudgetExhausted,
+    ChatClient,
+    LLMError,
+    Price,
+    ResponseCache,
+    ResponseLog,
+    Settings,
+    default_cache_dir,
+)
 from voe.replay.agent import PROMPT_VERSION, Transcript, episode
 from voe.replay.env import ReplayEnv
 from voe.settings import settings as environment
@@ -59,11 +71,16 @@ def _atomic_write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+PARTS_LOG = "log.jsonl"
+
+
 def _load_parts(parts: Path, count: int) -> dict[int, Part]:
+    """The finished trajectories: the lines of the parts log, after the files of one part each that earlier
+    versions wrote."""
     done: dict[int, Part] = {}
-    for path in sorted(parts.glob("*.json")):
+    for text in [path.read_text() for path in sorted(parts.glob("*.json"))] + AppendLog(parts / PARTS_LOG).lines():
         try:
-            part = Part.model_validate_json(path.read_text())
+            part = Part.model_validate_json(text)
         except ValueError:
             continue  # a part cut short by a kill is played again
         if 0 <= part.index < count:
@@ -106,9 +123,10 @@ def run_agent(pkg: Path, model: str, out: Path, *, passes: int = 1, seed: int = 
 
     async def main() -> None:
         client = ChatClient(settings, plan.base_url, cache=ResponseCache(cache_dir or default_cache_dir()),
-                            run_cache=ResponseCache(out / "responses"), budget=budget, prices=prices or {},
-                            timeout=timeout, max_attempts=max_attempts)
+                            run_cache=ResponseLog(out / "responses"), budget=budget, prices=prices or {},
+                            timeout=timeout, max_attempts=max_attempts, concurrency=max(1, concurrency))
         gate = asyncio.Semaphore(max(1, concurrency))
+        finished = AppendLog(parts_dir / PARTS_LOG)
 
         async def one(index: int, pass_index: int, view: TaskView) -> None:
             async with gate:
@@ -126,7 +144,7 @@ def run_agent(pkg: Path, model: str, out: Path, *, passes: int = 1, seed: int = 
                     failures[index] = f"{view.task_id} pass {pass_index}: {exc}"
                     return
                 part = Part(index=index, steps=steps, summary=summary, transcript=transcript)
-                _atomic_write(parts_dir / f"{index:06d}.json", part.model_dump_json())
+                finished.append(part.model_dump_json())
                 done[index] = part
                 if progress is not None:
                     progress(len(done), len(units))
@@ -134,9 +152,11 @@ def run_agent(pkg: Path, model: str, out: Path, *, passes: int = 1, seed: int = 
         try:
             await asyncio.gather(*(one(i, p, v) for i, (p, v) in enumerate(units) if i not in done))
         finally:
+            finished.close()
             await client.close()
 
-    asyncio.run(main())
+    with collector.relaxed():  # the finished parts pile up: the collector would traverse them again and again
+        asyncio.run(main())
     seconds = round(time.perf_counter() - started, 3)
     if len(done) < len(units):
         why = stop[0] if stop else f"{len(failures)} trajectories failed: " + "; ".join(

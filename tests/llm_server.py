@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import socket
 import socketserver
 import sys
@@ -24,11 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from multiprocessing.connection import Connection
 from types import TracebackType
 from typing import Any, Self, TypedDict
 from urllib.parse import urlsplit
 
-__all__ = ["LocalLLMServer", "RecordedRequest", "Reply", "Respond", "scripted"]
+__all__ = ["LocalLLMServer", "LocalLLMServerProcess", "RecordedRequest", "Reply", "Respond", "scripted"]
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,9 @@ def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog of 5: 32 clients connecting at once overflow it, and the connections
+    # beyond are reset (the client sees a read error and retries) or wait a second for a SYN resend
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], owner: LocalLLMServer) -> None:
         self.owner = owner
@@ -189,6 +194,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self.server.connections_lock:
             self.server.connections.add(self.connection)
+        self.server.owner._opened()
 
     def finish(self) -> None:
         try:
@@ -358,6 +364,7 @@ class LocalLLMServer:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._calls = 0
+        self._connections_opened = 0
         self._closing = threading.Event()
         self._server: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -379,6 +386,16 @@ class LocalLLMServer:
         """Chat completions handed to `respond` so far."""
         with self._lock:
             return self._calls
+
+    @property
+    def connections_opened(self) -> int:
+        """TCP connections accepted so far (a client that keeps its connections alive opens few)."""
+        with self._lock:
+            return self._connections_opened
+
+    def _opened(self) -> None:
+        with self._lock:
+            self._connections_opened += 1
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
@@ -414,3 +431,129 @@ class LocalLLMServer:
         server.server_close()
         thread.join()
         self._server = self._thread = None
+
+
+_COUNTERS = ("calls", "connections_opened")  # what the parent may ask the child's server; anything else stops it
+
+
+def _serve_in_child(factory: Callable[..., Respond], args: tuple[Any, ...], models: tuple[str, ...], host: str,
+                    conn: Connection) -> None:
+    """The child of LocalLLMServerProcess: serve until the parent says stop or is gone (its end of the pipe
+    closes when it dies, even by SIGKILL, so no server outlives the process that started it)."""
+    try:
+        respond = factory(*args)
+        server = LocalLLMServer(respond, models, host)
+        server.__enter__()
+    except BaseException as exc:
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        raise
+    try:
+        conn.send(("ready", server.port))
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                return
+            if message not in _COUNTERS:
+                return
+            conn.send(getattr(server, message))
+    finally:
+        server.__exit__(None, None, None)
+
+
+class LocalLLMServerProcess:
+    """A LocalLLMServer in a child process while the `with` block runs, for measurements: the server's CPU and
+    GIL are then not the measured process's, as with any real endpoint.
+
+    The child makes its `respond` as `factory(*args)`; both are pickled, so `factory` is a module-level function
+    (not a closure or a lambda) and `args` plain data. The child is spawned, not forked: a fork would copy the
+    parent's threads' locks and its event loop mid-use. It binds a free port; `requests` stay in the child.
+    """
+
+    def __init__(self, factory: Callable[..., Respond], *args: Any, models: Sequence[str] = ("scripted",),
+                 host: str = "127.0.0.1", start_timeout: float = 120.0) -> None:
+        self.factory, self.args, self.models, self.host = factory, args, tuple(models), host
+        self.start_timeout = start_timeout
+        self.port = 0
+        self._lock = threading.Lock()
+        self._conn: Connection | None = None
+        self._process: multiprocessing.process.BaseProcess | None = None
+
+    @property
+    def base_url(self) -> str:
+        if self._process is None:
+            raise RuntimeError("the server is not running (use it as a context manager)")
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def _ask(self, counter: str) -> int:
+        if self._conn is None:
+            raise RuntimeError("the server is not running (use it as a context manager)")
+        with self._lock:
+            self._conn.send(counter)
+            value: int = self._conn.recv()
+            return value
+
+    @property
+    def calls(self) -> int:
+        """Chat completions handed to `respond` so far (asked of the child)."""
+        return self._ask("calls")
+
+    @property
+    def connections_opened(self) -> int:
+        """TCP connections the child's server accepted so far."""
+        return self._ask("connections_opened")
+
+    def __enter__(self) -> Self:
+        if self._process is not None:
+            raise RuntimeError("the server is already running")
+        ctx = multiprocessing.get_context("spawn")
+        ours, theirs = ctx.Pipe()
+        process = ctx.Process(target=_serve_in_child, args=(self.factory, self.args, self.models, self.host, theirs),
+                              name="llm-server", daemon=True)
+        process.start()
+        theirs.close()  # the child's end lives in the child only: its death is then our EOF
+        self._conn, self._process = ours, process
+        try:
+            if not ours.poll(self.start_timeout):
+                raise RuntimeError(f"the server process did not start within {self.start_timeout} s")
+            kind, value = ours.recv()
+        except EOFError:
+            process.join(10)
+            code = process.exitcode
+            self._stop()
+            raise RuntimeError(f"the server process died before it served (exit code {code})") from None
+        except BaseException:
+            self._stop()
+            raise
+        if kind != "ready":
+            self._stop()
+            raise RuntimeError(f"the server process failed to start: {value}")
+        self.port = int(value)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        conn, process = self._conn, self._process
+        if process is None or conn is None:
+            return
+        try:
+            with self._lock:
+                conn.send("stop")
+        except OSError:
+            pass  # already gone
+        process.join(10)
+        if process.is_alive():
+            process.terminate()
+            process.join(5)
+        if process.is_alive():
+            process.kill()
+            process.join()
+        conn.close()
+        process.close()
+        self._conn = self._process = None

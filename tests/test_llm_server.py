@@ -5,16 +5,21 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
 
-from tests.llm_server import LocalLLMServer, Reply, scripted
+from tests.llm_server import LocalLLMServer, LocalLLMServerProcess, Reply, Respond, scripted
 
 USER: list[Any] = [{"role": "user", "content": "What is the yield strength?"}]  # 27 characters
 TOOLS: list[Any] = [
@@ -307,3 +312,69 @@ def test_reply_validation() -> None:
         Reply("text", status=500)
     with pytest.raises(ValueError, match="tool call"):
         Reply(tool_calls=[{"name": "f"}])
+
+
+def _refused(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False  # reset: the listening socket is being closed
+    return False
+
+
+def test_a_server_in_another_process_answers_calls_at_once_and_goes_with_the_block() -> None:
+    """32 calls in flight against a server that takes 0.3 s each: served together (a thread per connection in
+    the child), counted from the parent, and the child gone with its port when the block ends."""
+    async def run(url: str) -> tuple[float, list[str | None]]:
+        async with openai.AsyncOpenAI(base_url=url, api_key="test", max_retries=0) as c:
+            started = time.monotonic()
+            done = await asyncio.gather(*(c.chat.completions.create(model="scripted", messages=USER)
+                                          for _ in range(32)))
+            return time.monotonic() - started, [d.choices[0].message.content for d in done]
+
+    with LocalLLMServerProcess(scripted, [Reply.text(f"call {i}", delay=0.3) for i in range(32)]) as server:
+        assert server.pid is not None and server.pid != os.getpid()
+        elapsed, texts = asyncio.run(run(server.base_url))
+        assert server.calls == 32 and 1 <= server.connections_opened <= 32
+        pid, port = server.pid, server.port
+    assert elapsed < 3.0  # one after the other: 9.6 s
+    assert sorted(t or "" for t in texts) == sorted(f"call {i}" for i in range(32))
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert _refused(port)
+    with pytest.raises(RuntimeError, match="not running"):
+        server.base_url  # noqa: B018
+
+
+def _no_model() -> Respond:
+    raise FileNotFoundError("no package here")
+
+
+def test_a_server_process_that_cannot_start_says_why() -> None:
+    with pytest.raises(RuntimeError, match="failed to start: FileNotFoundError: no package here"):
+        with LocalLLMServerProcess(_no_model):
+            pass
+
+
+def test_a_server_process_does_not_outlive_the_process_that_started_it() -> None:
+    """The parent is killed (SIGKILL: no cleanup runs); the child sees its pipe close and stops serving."""
+    repo = Path(__file__).resolve().parent.parent
+    code = ("import time\nfrom tests.llm_server import LocalLLMServerProcess, scripted\n"
+            "with LocalLLMServerProcess(scripted, []) as server:\n"
+            "    print(server.port, flush=True)\n    time.sleep(600)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])}
+    parent = subprocess.Popen([sys.executable, "-c", code], cwd=repo, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        port = int(parent.stdout.readline())
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=5) as response:
+            assert response.status == 200
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 15
+    while not _refused(port) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _refused(port)

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
-import random
+import sqlite3
+import threading
 import time
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from voe.errors import UsageError, VoeError
+from voe.jsonl import AppendLog
 from voe.settings import settings as environment
 
 CACHE_VERSION = 1
@@ -115,34 +117,154 @@ def cache_key(settings: Settings, request: dict[str, Any], salt: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+class Responses(typing.Protocol):
+    """Where answers are kept by cache key: the shared ResponseCache or a run's own ResponseLog."""
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def put(self, key: str, response: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _entry(response: dict[str, Any]) -> str:
+    return json.dumps({"v": CACHE_VERSION, "response": response}, sort_keys=True)
+
+
+def _response_of(entry: Any) -> dict[str, Any] | None:
+    response = entry.get("response") if isinstance(entry, dict) else None
+    return response if isinstance(response, dict) else None
+
+
+def _legacy_path(root: Path, key: str) -> Path:
+    return root / key[:2] / f"{key}.json"
+
+
+def _read_legacy(root: Path, key: str) -> dict[str, Any] | None:
+    """An answer from the layout of one JSON file per response (ROOT/ab/KEY.json), read as before; nothing
+    is written there any more: creating a file costs 0.2-1 ms of CPU on ext4 (docs/results/benchmarks.md),
+    more than the rest of a call."""
+    try:
+        return _response_of(json.loads(_legacy_path(root, key).read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def _has_legacy(root: Path) -> bool:
+    try:
+        return any(len(p.name) == 2 and p.is_dir() for p in root.iterdir())
+    except OSError:
+        return False
+
+
 class ResponseCache:
-    """One JSON file per response under `root`, written atomically: the shared cache (VOE_CACHE_DIR/llm) and
-    each run's own (RUN/responses, always read, so a resumed trajectory replays exactly what it was answered)."""
+    """The shared cache (VOE_CACHE_DIR/llm): one SQLite table of answers by key, in WAL mode so that runs in
+    other processes read and write it at once (each answer committed when it arrives; a lock held by another
+    writer is waited for). Answers kept by earlier versions as one file each under `root` are still read.
+    Like the rest of VOE_CACHE_DIR (Neo4j's stores), it wants a local disk: SQLite's WAL does not work on a
+    network filesystem."""
+
+    FILE = "responses.sqlite3"
 
     def __init__(self, root: Path | None) -> None:
         self.root = root
+        self._db: sqlite3.Connection | None = None
+        self._legacy = False
+        self._lock = threading.Lock()  # the client is used from one event loop, the cache possibly from others
 
-    def _path(self, key: str) -> Path:
-        assert self.root is not None
-        return self.root / key[:2] / f"{key}.json"
+    def _open(self) -> sqlite3.Connection:
+        if self._db is None:
+            assert self.root is not None
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._legacy = _has_legacy(self.root)
+            db = sqlite3.connect(self.root / self.FILE, timeout=60.0, isolation_level=None, check_same_thread=False)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                # a commit is not flushed to the disk: an answer lost to a crash of the machine is asked again
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, entry TEXT NOT NULL) "
+                           "WITHOUT ROWID")
+            except BaseException:
+                db.close()
+                raise
+            self._db = db
+        return self._db
 
     def get(self, key: str) -> dict[str, Any] | None:
         if self.root is None:
             return None
-        try:
-            entry = json.loads(self._path(key).read_text())
-        except (OSError, ValueError):
-            return None
-        return entry.get("response") if isinstance(entry, dict) else None
+        with self._lock:
+            row = self._open().execute("SELECT entry FROM responses WHERE key = ?", (key,)).fetchone()
+            legacy = self._legacy
+        if row is not None:
+            try:
+                return _response_of(json.loads(row[0]))
+            except ValueError:
+                return None
+        return _read_legacy(self.root, key) if legacy else None
 
     def put(self, key: str, response: dict[str, Any]) -> None:
         if self.root is None:
             return
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.{random.getrandbits(32):08x}.tmp")
-        tmp.write_text(json.dumps({"v": CACHE_VERSION, "response": response}, sort_keys=True))
-        tmp.replace(path)
+        entry = _entry(response)
+        with self._lock:
+            self._open().execute("INSERT OR REPLACE INTO responses (key, entry) VALUES (?, ?)", (key, entry))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+
+class ResponseLog:
+    """A run's own record of its answers (RUN/responses/log.jsonl), always read, so a resumed trajectory
+    replays exactly what it was answered: a JSON line per answer, appended as it arrives (voe.jsonl.AppendLog:
+    it survives a kill), read whole when first asked. Records of earlier versions (one file per answer under
+    RUN/responses) are still read."""
+
+    NAME = "log.jsonl"
+
+    def __init__(self, root: Path | None) -> None:
+        self.root = root
+        self._log = AppendLog(root / self.NAME) if root is not None else None
+        self._held: dict[str, dict[str, Any]] | None = None
+        self._legacy = False
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        if self._held is None:
+            assert self.root is not None and self._log is not None
+            held: dict[str, dict[str, Any]] = {}
+            self._legacy = _has_legacy(self.root)
+            for line in self._log.lines():
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue  # cut short by a kill: that call is made again
+                response = _response_of(row)
+                if response is not None and isinstance(row.get("key"), str):
+                    held[row["key"]] = response
+            self._held = held
+        return self._held
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        if self.root is None:
+            return None
+        hit = self._load().get(key)
+        if hit is None and self._legacy:
+            hit = _read_legacy(self.root, key)
+        return hit
+
+    def put(self, key: str, response: dict[str, Any]) -> None:
+        if self._log is None:
+            return
+        held = self._load()
+        self._log.append(json.dumps({"key": key, "v": CACHE_VERSION, "response": response}, sort_keys=True))
+        held[key] = response
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
 
 
 def default_cache_dir() -> Path:
@@ -151,11 +273,12 @@ def default_cache_dir() -> Path:
 
 class ChatClient:
     """The async client with the run's cache and budget rules; retries are the openai client's (`max_attempts`
-    tries a call at most)."""
+    tries a call at most). One openai client serves every call until close(), its connections kept alive:
+    `concurrency` (the calls in flight at most) sizes the pool. close() also closes the caches it was given."""
 
-    def __init__(self, settings: Settings, base_url: str | None, *, cache: ResponseCache, run_cache: ResponseCache,
-                 budget: Budget,
-                 prices: dict[str, Price], timeout: float = 120.0, max_attempts: int = 8) -> None:
+    def __init__(self, settings: Settings, base_url: str | None, *, cache: Responses, run_cache: Responses,
+                 budget: Budget, prices: dict[str, Price], timeout: float = 120.0, max_attempts: int = 8,
+                 concurrency: int | None = None) -> None:
         import openai
 
         self.settings, self.cache, self.run_cache, self.budget, self.prices = settings, cache, run_cache, budget, prices
@@ -165,22 +288,31 @@ class ChatClient:
         key = (env.openai_api_key.get_secret_value() if env.openai_api_key else None) or ("local" if base else None)
         if key is None:
             raise UsageError("no API key: set OPENAI_API_KEY (or give --base-url for a local server that needs none)")
-        self._base, self._key, self._timeout = base, key, timeout
+        self._base, self._key, self._timeout, self._concurrency = base, key, timeout, concurrency
         self._async: Any = None  # made inside the event loop that uses it; close() ends it
         self._openai = openai
 
     @property
     def _client(self) -> Any:
         if self._async is None:
-            self._async = self._openai.AsyncOpenAI(base_url=self._base, api_key=self._key,
-                                                   max_retries=self.max_attempts - 1,
-                                                   timeout=self._timeout)
+            openai, http = self._openai, None
+            if self._concurrency is not None:
+                # a kept-alive connection for every call in flight: past the default pool's 100, each call
+                # would open (and for a real API, TLS-handshake) a connection of its own
+                default = openai.DEFAULT_CONNECTION_LIMITS
+                limits = type(default)(max_connections=max(self._concurrency, default.max_connections or 0),
+                                       max_keepalive_connections=max(1, self._concurrency))
+                http = openai.DefaultAsyncHttpxClient(limits=limits)
+            self._async = openai.AsyncOpenAI(base_url=self._base, api_key=self._key, max_retries=self.max_attempts - 1,
+                                             timeout=self._timeout, http_client=http)
         return self._async
 
     async def close(self) -> None:
         if self._async is not None:
             await self._async.close()
             self._async = None
+        self.cache.close()
+        self.run_cache.close()
 
     def _cost(self, tokens_in: int, tokens_out: int) -> float | None:
         price = self.prices.get(self.settings.model)

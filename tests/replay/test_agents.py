@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import subprocess
 import sys
 import threading
@@ -18,10 +19,12 @@ import pytest
 
 from tests.llm_server import LocalLLMServer, Reply
 from voe.artifacts.package import TaskAnswer, TaskView, load_package
+from voe.artifacts.run import TrajectorySummary
 from voe.graph import Graph
+from voe.jsonl import AppendLog
 from voe.llm import Price, Settings
-from voe.replay.agent import task_text
-from voe.replay.agent_run import RunStopped, run_agent
+from voe.replay.agent import Transcript, task_text
+from voe.replay.agent_run import Part, RunStopped, _load_parts, run_agent
 from voe.replay.runner import run_policy
 from voe.verifiers.score import score_run
 
@@ -73,6 +76,12 @@ def model(tasks: Tasks, behave: Callable[[TaskView, TaskAnswer, int, int], Reply
 def files(run: Path) -> dict[str, bytes]:
     return {n: (run / n).read_bytes() for n in ("steps.jsonl", "observations.jsonl", "trajectories.jsonl",
                                                   "transcripts.jsonl")}
+
+
+def finished(run: Path) -> int:
+    """Trajectories the run has finished so far: the whole lines of its parts log."""
+    log = run / "parts" / "log.jsonl"
+    return log.read_bytes().count(b"\n") if log.exists() else 0
 
 
 def scored(graph: Graph, run: Path) -> dict[str, Any]:
@@ -170,6 +179,32 @@ def test_a_server_that_keeps_failing_stops_the_run_cleanly_and_resume_finishes_i
     assert files(tmp_path / "run") == files(tmp_path / "clean")
 
 
+def _part(index: int) -> Part:
+    tid = f"run/T{index}/0"
+    return Part(index=index, steps=[], transcript=Transcript(trajectory_id=tid, task_id=f"T{index}", pass_index=0,
+                                                             messages=[]),
+                summary=TrajectorySummary(trajectory_id=tid, task_id=f"T{index}", policy="openai:m", pass_index=0,
+                                          steps=0, requested=[], terminal_class=None, payload=[], end="running",
+                                          plumbing={}))
+
+
+def test_finished_parts_are_read_from_the_log_and_from_the_files_of_earlier_versions(tmp_path: Path) -> None:
+    """What a resume starts from: a part per line of the log (one cut short by a kill is played again), and the
+    one-file-per-part folders earlier versions wrote; an index outside the run is ignored."""
+    (tmp_path / "000000.json").write_text(_part(0).model_dump_json())
+    log = AppendLog(tmp_path / "log.jsonl")
+    for index in (1, 2, 9):
+        log.append(_part(index).model_dump_json())
+    log.close()
+    with (tmp_path / "log.jsonl").open("a") as f:
+        f.write(_part(3).model_dump_json()[:40])
+    assert sorted(_load_parts(tmp_path, 5)) == [0, 1, 2]
+    log = AppendLog(tmp_path / "log.jsonl")  # the resumed run goes on after the cut line
+    log.append(_part(3).model_dump_json())
+    log.close()
+    assert sorted(_load_parts(tmp_path, 5)) == [0, 1, 2, 3]
+
+
 def test_output_is_the_same_bytes_whatever_the_concurrency(package: Path, tmp_path: Path) -> None:
     tasks = Tasks(package)
 
@@ -180,7 +215,9 @@ def test_output_is_the_same_bytes_whatever_the_concurrency(package: Path, tmp_pa
 
     with LocalLLMServer(model(tasks, behave)) as server:
         run_agent(package, "scripted", tmp_path / "one", base_url=server.base_url, concurrency=1, use_cache=False)
+        assert server.connections_opened == 1  # one client for the run, its connection kept alive
         run_agent(package, "scripted", tmp_path / "many", base_url=server.base_url, concurrency=16, use_cache=False)
+        assert server.connections_opened <= 1 + 16
     assert files(tmp_path / "one") == files(tmp_path / "many")
 
 
@@ -203,15 +240,11 @@ def test_a_budget_stops_cleanly_and_a_resumed_run_equals_an_uninterrupted_one(pa
         with pytest.raises(RunStopped, match="--max-requests 7 reached"):
             run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url, max_requests=7,
                       concurrency=3, use_cache=False)
-        parts = list((tmp_path / "run" / "parts").glob("*.json"))
-        assert 0 < len(parts) < len(tasks.views)
+        assert 0 < finished(tmp_path / "run") < len(tasks.views)
         run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url, resume=True, use_cache=False)
     # the uninterrupted run: the same answers, from the responses the interrupted run recorded
     with LocalLLMServer(lambda body, i: Reply.error(500, "must not be called")) as server:
-        for f in (tmp_path / "run" / "responses").rglob("*.json"):
-            dest = tmp_path / "clean" / "responses" / f.relative_to(tmp_path / "run" / "responses")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(f.read_bytes())
+        shutil.copytree(tmp_path / "run" / "responses", tmp_path / "clean" / "responses")
         run_agent(package, "scripted", tmp_path / "clean", base_url=server.base_url, use_cache=False)
         assert server.calls == 0
     assert files(tmp_path / "run") == files(tmp_path / "clean")
@@ -289,12 +322,11 @@ def test_voe_run_openai_then_score_and_report_and_a_killed_run_resumes(package: 
         child = subprocess.Popen([sys.executable, "-m", "voe.cli", *args, "--out", str(tmp_path / "killed")], env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(list((tmp_path / "killed" / "parts").glob("*.json"))) < 5:
+        while time.monotonic() < deadline and finished(tmp_path / "killed") < 5:
             time.sleep(0.05)
         child.kill()
         child.wait()
-        finished = len(list((tmp_path / "killed" / "parts").glob("*.json")))
-        assert 5 <= finished < 3 * len(tasks.views)
+        assert 5 <= finished(tmp_path / "killed") < 3 * len(tasks.views)
         resumed = _voe([*args, "--out", str(tmp_path / "killed"), "--resume"], env)
         assert resumed.returncode == 0, resumed.stderr
         clean = _voe([*args, "--out", str(tmp_path / "clean"), "--json"], env)
