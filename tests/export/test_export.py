@@ -145,6 +145,38 @@ def test_crate_metadata_parses_offline_and_records_files_and_hash(exported: tupl
     assert values[VOE + "packageContentHash"] == summary.package_content_hash
 
 
+def recomputed_by_the_docs_recipe(crate: Path, tmp_path: Path) -> str:
+    """The crate's content hash as a third party recomputes it: the Python block of docs/guide/export.md's
+    'Recomputing the content hash', run as it is (PyLD's public API on the raw files; no voe code) in a fresh
+    interpreter. The block itself asserts that it agrees with the crate's recorded value; this returns it."""
+    section = (REPO / "docs" / "guide" / "export.md").read_text().split("## Recomputing the content hash", 1)[1]
+    recipe = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert '"out/crate"' in recipe and "import voe" not in recipe and "from voe" not in recipe
+    script = tmp_path / "recompute.py"
+    script.write_text(recipe.replace('"out/crate"', repr(str(crate))))
+    proc = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_recorded_content_hash_is_an_independent_rdfc10_hash_of_the_graph_files(
+        exported: tuple[Path, ExportSummary], tmp_path: Path) -> None:
+    out, summary = exported
+    meta = {n["@id"]: n for n in json.loads((out / CRATE).read_text())["@graph"]}
+    recorded = meta["#content-hash"]["value"]
+    assert recomputed_by_the_docs_recipe(out, tmp_path) == recorded == summary.content_hash
+    # the files it covers are the crate's graph files, named in the description a reader of the crate sees
+    graph_parts = sorted(p["@id"] for p in meta["./"]["hasPart"] if p["@id"].endswith(".jsonld"))
+    assert graph_parts == [ANSWERS, EVIDENCE, TASKS]
+    assert ", ".join(graph_parts) in meta["#content-hash"]["description"]
+    # the quads it counts are every quad of every file: each file's canonical N-Quads whole, nothing merged or cut
+    quads = sum(len(jsonld.normalize(json.loads((out / n).read_text()),
+                                     {"algorithm": "URDNA2015", "format": "application/n-quads"}).splitlines())
+                for n in graph_parts)
+    assert content_hash(out) == (recorded, quads)
+
+
 # arrays whose order is not data (the others are JSON-LD lists, by @list or by their term's @container)
 UNORDERED = {"@graph", "@type", "menu", "fact", "wasDerivedFrom", "mustBind", "mayBind"}
 
@@ -564,6 +596,7 @@ def test_runs_export_as_prov_activities_with_verdicts_verifier_only(package: Pat
             assert str(answers.value(verdict, voea.label)) == score["label"]
     assert not any(str(p).startswith(VOEA) for p in g.predicates())
     assert (out / "ro-crate-metadata.json").is_file()
+    assert recomputed_by_the_docs_recipe(out, tmp_path) == summary.content_hash  # runs.jsonld hashed too
 
 
 def test_runs_without_answers_keep_verdicts_out_and_refuse_the_reference_run(
