@@ -363,12 +363,21 @@ def test_export_without_answers_holds_nothing_verifier_only(package: Path, tmp_p
     assert not (tmp_path / "rebuilt").exists()
 
 
+def files_of(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` by its relative path."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def test_rebuilt_package_is_identical_and_scores_identically(exported: tuple[Path, ExportSummary], package: Path,
                                                               _session_graph: Graph, tmp_path: Path) -> None:
     out, _ = exported
     rebuilt = import_package(out, tmp_path / "rebuilt")
-    for name in DATA_FILES:  # byte for byte, so the manifest's content hash is the original's
-        assert (rebuilt / name).read_bytes() == (package / name).read_bytes(), name
+    # every file of the folder byte for byte, schema/ included (their $id, x-voe-schema-version, last newline)
+    original, again = files_of(package), files_of(rebuilt)
+    assert sorted(again) == sorted(original)
+    assert {*DATA_FILES, *(f"schema/{n}.schema.json" for n in ("task", "evidence", "answer", "manifest"))} <= set(original)
+    for name, data in original.items():
+        assert again[name] == data, name
     assert load_package(rebuilt) == load_package(package)
     for policy, passes, seed in (("reference", 1, 0), ("random", 2, 3)):
         results = []
