@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from voe.artifacts.package import Manifest, load_package
 from voe.errors import InputError, UsageError
 from voe.export.croissant import CONFORMS_TO as CROISSANT_CONFORMS_TO
-from voe.export.croissant import CROISSANT, JSONL, croissant_metadata
+from voe.export.croissant import CROISSANT, JSONL, croissant_metadata, source_terms
 from voe.export.jsonld import (
     ANSWERS,
     CRATE,
@@ -147,9 +147,7 @@ def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, cou
         *parts]
     if license_url is None:  # the package carries no license of its own: the source records' terms apply
         graph.append({"@id": SOURCE_TERMS, "@type": "CreativeWork", "name": "terms of the source records",
-                      "description": f"No license was given at export; the terms of the archive records {sources} "
-                                     "apply (each record's landing page states them; NIST Public Data Repository "
-                                     "records: https://www.nist.gov/open/license)."})
+                      "description": source_terms(manifest)})
     return {"@context": [CRATE_CONTEXT_URL, {"voe": VOE}],
             "@graph": sorted(graph, key=lambda x: str(x["@id"]))}
 

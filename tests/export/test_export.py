@@ -21,7 +21,15 @@ from rdflib.compare import isomorphic
 from rdflib.namespace import RDF
 
 from tests.conftest import REPO
-from voe.artifacts.package import EvidenceObject, ObservedFact, TaskAnswer, load_package
+from voe.artifacts.package import (
+    EvidenceObject,
+    MenuEntry,
+    ObservedFact,
+    ReferenceStep,
+    TaskAnswer,
+    TaskView,
+    load_package,
+)
 from voe.artifacts.run import read_steps
 from voe.errors import InputError
 from voe.export.crate import ExportSummary, export_package
@@ -524,6 +532,19 @@ def test_crate_passes_the_ro_crate_validator_offline(exported: tuple[Path, Expor
     assert any("datePublished" in i for i in issues), issues
 
 
+def _field_names(fields: list[dict[str, Any]], prefix: str = "") -> set[str]:
+    """The names of croissant.json's fields, a nested one as its path (menu/entry_id)."""
+    out: set[str] = set()
+    for f in fields:
+        out.add(prefix + f["name"])
+        out |= _field_names(f.get("subField", []), prefix + f["name"] + "/")
+    return out
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode()
+
+
 def test_croissant_validates_and_its_record_sets_load_offline(exported: tuple[Path, ExportSummary], package: Path,
                                                               tmp_path: Path) -> None:
     import mlcroissant as mlc  # type: ignore[import-untyped,unused-ignore]
@@ -538,6 +559,33 @@ def test_croissant_validates_and_its_record_sets_load_offline(exported: tuple[Pa
     assert len(list(ds.records("evidence"))) == len(evidence)
     assert [r["answers/family"].decode() for r in ds.records("answers")] == [answers[v.task_id].family.value
                                                                              for v in views]
+    meta = json.loads((out / CROISSANT).read_text())
+    assert meta["conformsTo"] == "http://mlcommons.org/croissant/1.1" and meta["license"]  # the terms of the sources
+    # every field of every line is described, nested ones included
+    described = {rs["name"]: _field_names(rs["field"]) for rs in meta["recordSet"]}
+    for rs, models in (("tasks", {"": TaskView, "menu/": MenuEntry}), ("evidence", {"": EvidenceObject}),
+                       ("answers", {"": TaskAnswer, "reference/": ReferenceStep})):
+        for prefix, model in models.items():
+            assert {prefix + f for f in model.model_fields} <= described[rs], (rs, model)
+    assert {"facts/statement", "facts/source/sha256", "metadata/declared_size", "metadata/checksum_files/valid",
+            "metadata/members/local_sha256"} <= described["evidence"]
+    # and reads back as the package holds it: menu entries, facts with their sources, reference payloads
+    for r, v in zip(tasks, views, strict=True):
+        assert [e["tasks/menu/evidence_id"].decode() for e in r["tasks/menu"]] == [e.evidence_id for e in v.menu]
+        assert [a.decode() for a in r["tasks/actions"]] == [a.value for a in v.actions]
+    for r in ds.records("evidence"):
+        e = evidence[r["evidence/evidence_id"].decode()]
+        if e.facts:
+            got = [(f["evidence/facts/statement"].decode(), _text(f["evidence/facts/source/sha256"]))
+                   for f in r["evidence/facts"]]
+            assert got == [(f.statement, f.source and f.source["sha256"]) for f in e.facts]
+        assert r["evidence/metadata"]["evidence/metadata/declared_size"] == e.metadata.get("declared_size")
+    for r in ds.records("answers"):
+        a = answers[r["answers/task_id"].decode()]
+        steps = [(s["answers/reference/action"].decode(), _text(s["answers/reference/evidence_id"]),
+                  None if s["answers/reference/payload"] is None else [x.decode() for x in s["answers/reference/payload"]])
+                 for s in r["answers/reference"]]
+        assert steps == [(s.action.value, s.evidence_id, s.payload) for s in a.reference]
     for name in PACKAGE_FILES:  # the package's own bytes
         assert (out / name).read_bytes() == (package / name).read_bytes()
     policy_only = tmp_path / "policy-only"
