@@ -31,10 +31,19 @@ def _digest_of_digest(declared: str | None) -> str | None:
     return hashlib.sha256(declared.lower().encode("ascii", errors="replace")).hexdigest()
 
 
+def _source(path: Any, locator: Any, sha256: Any) -> dict[str, Any] | None:
+    """A fact's source location: the file, the place in it and the sha256 of the bytes there. A location always
+    names its digest (DESIGN §2, §3; the export's shapes check it), so a fact whose place has no path or no
+    digest in the graph keeps its statement and gets no source, never one that cannot be checked."""
+    if not path or not sha256:
+        return None
+    return {"path": path, "locator": locator, "sha256": sha256}
+
+
 def _record_source(row: dict[str, Any]) -> dict[str, Any] | None:
     for loc in row["locations"]:
         if loc.get("kind") == "json_pointer" or loc.get("kind") == "file_region":
-            return {"path": loc.get("path"), "locator": loc.get("locator"), "sha256": loc.get("sha256")}
+            return _source(loc.get("path"), loc.get("locator"), loc.get("sha256"))
     return None
 
 
@@ -91,9 +100,9 @@ def _findings(row: dict[str, Any]) -> list[ObservedFact]:
     out = []
     for d in sorted(row.get("defects") or [], key=lambda d: (d.get("pointer") or "", d.get("detail") or "")):
         if d.get("rule") in STATED_AS_FACTS and d.get("detail"):
+            # the digest of the bytes the finding is about (its own location's, else its file's; the catalog query)
             locator = str(d.get("pointer") or "").rsplit("#", 1)[-1] or "file"
-            out.append(ObservedFact(statement=str(d["detail"]), source={"path": d.get("path"), "locator": locator,
-                                                                       "sha256": None}))
+            out.append(ObservedFact(statement=str(d["detail"]), source=_source(d.get("path"), locator, d.get("sha256"))))
     return out
 
 
@@ -144,8 +153,7 @@ def observe(row: dict[str, Any]) -> EvidenceObject:
         for loc in sorted(located, key=lambda x: (x.get("path") or "", x.get("line") or 0, x.get("locator") or "")):
             where = f"{loc.get('path')} line {loc.get('line')}" if loc.get("line") else f"{loc.get('path')}"
             facts.append(ObservedFact(statement=f"{where}: {loc['text'].strip()}",
-                                      source={"path": loc.get("path"), "locator": loc.get("locator"),
-                                              "sha256": loc.get("sha256")}))
+                                      source=_source(loc.get("path"), loc.get("locator"), loc.get("sha256"))))
         return EvidenceObject(status="archived" if row["available"] else "unavailable", metadata=meta, facts=facts,
                               **common)
     if not row["available"]:
@@ -173,8 +181,7 @@ def observe(row: dict[str, Any]) -> EvidenceObject:
     if row["kind"] == "source_document":  # a readme or changelog is read for what it says
         for ln in row.get("lines") or []:
             facts.append(ObservedFact(statement=f"{ln.get('path')} line {ln.get('line')}: {ln.get('text')}",
-                                      source={"path": ln.get("path"), "locator": ln.get("locator"),
-                                              "sha256": ln.get("sha256")}))
+                                      source=_source(ln.get("path"), ln.get("locator"), ln.get("sha256"))))
     if row.get("description"):
         facts.append(ObservedFact(statement=f"The record describes it: {str(row['description'])[:MAX_DESCRIPTION]}",
                                   source=source))

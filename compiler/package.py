@@ -22,11 +22,12 @@ from pydantic import BaseModel
 
 from voe import __version__
 from voe.artifacts.package import (
-    EvidenceObject,
     GateReport,
     Manifest,
     TaskAnswer,
     TaskView,
+    package_content_hash,
+    write_package,
 )
 from voe.compiler.admission import Admission
 from voe.compiler.annotate import PROMPT_VERSION as ANNOTATOR_PROMPT_VERSION
@@ -41,7 +42,6 @@ from voe.ingest import settle
 from voe.jsonl import dump_models
 from voe.ontology import Label, Rel
 from voe.progress import Progress
-from voe.versions import write_schemas
 
 COMPILER_VERSION = f"voe-compiler/{__version__}"
 
@@ -156,14 +156,9 @@ def compile_package(graph: Graph, out: Path, admission: Admission, annotator: An
     records = graph.query("compiler/records")
     graph_hash = hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
 
-    out.mkdir(parents=True, exist_ok=True)
     files = {"tasks.jsonl": dump_models(views), "evidence.jsonl": dump_models(evidence),
              "answers.jsonl": dump_models(answers)}
-    content_hash = hashlib.sha256(b"".join(hashlib.sha256(files[n]).digest() for n in sorted(files))).hexdigest()
-    for name, data in files.items():
-        (out / name).write_bytes(data)
-    write_schemas(out, "package", (("task", TaskView), ("evidence", EvidenceObject), ("answer", TaskAnswer),
-                                   ("manifest", Manifest)))
+    content_hash = package_content_hash(files)
     families = dict(sorted(Counter(a.family.value for a in answers).items()))
     by_item = Counter(e for a in answers for e in set(a.binding))
     decisions = len({a.decision for a in answers})
@@ -183,7 +178,7 @@ def compile_package(graph: Graph, out: Path, admission: Admission, annotator: An
                         annotator=annotator.name, gate=gate.model_dump())
     if annotator.model is not None or judge is not None:  # the template's package stays byte for byte as it was
         manifest.counts["admission"] = audit.summary()
-    (out / "manifest.json").write_text(json.dumps(manifest.model_dump(), indent=2, sort_keys=True) + "\n")
+    write_package(out, files, manifest)
     _store(graph, views, answers, cat.workflows, content_hash, rejected_moments)
     _store_audit(graph, audit, content_hash, {a.moment_id for a in answers} | {a.moment_id for _, a, _ in rejected_moments})
     return CompileSummary(tasks=len(views), workflows=counts["workflows"], families=families,

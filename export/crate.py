@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from voe.artifacts.package import Manifest, load_package
 from voe.errors import InputError, UsageError
 from voe.export.croissant import CONFORMS_TO as CROISSANT_CONFORMS_TO
-from voe.export.croissant import CROISSANT, JSONL, croissant_metadata
+from voe.export.croissant import CROISSANT, JSONL, croissant_metadata, source_terms
 from voe.export.jsonld import (
     ANSWERS,
     CRATE,
@@ -51,7 +51,7 @@ class ExportSummary(BaseModel):
     training: dict[str, int] = {}  # with runs and include_answers: rows of each training set under training/
     include_answers: bool
     triples: int
-    content_hash: str  # sha256 of the RDFC-1.0 (URDNA2015) canonical N-Quads of the exported .jsonld files
+    content_hash: str  # sha256 over the RDFC-1.0 (URDNA2015) canonical N-Quads of each exported .jsonld file, by name
     package_content_hash: str  # the source package's own content hash (manifest.json)
     files: dict[str, str]  # file name -> sha256 of its bytes
 
@@ -138,7 +138,8 @@ def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, cou
         {"@id": CRATE, "@type": "CreativeWork", "conformsTo": {"@id": CRATE_SPEC}, "about": {"@id": "./"}},
         root,
         {"@id": "#content-hash", "@type": "PropertyValue", "propertyID": HASH_PROPERTY, "name": "RDFC-1.0 content hash",
-         "description": "sha256 of the RDFC-1.0 (URDNA2015) canonical N-Quads of the union of the .jsonld files",
+         "description": "sha256 over the RDFC-1.0 (URDNA2015) canonical N-Quads of " + ", ".join(sorted(files))
+                        + ", each file canonicalized on its own, concatenated in this order",
          "value": digest},
         {"@id": "#package-content-hash", "@type": "PropertyValue", "propertyID": VOE + "packageContentHash",
          "name": "voe package content hash", "description": "the content hash in the source package's manifest.json",
@@ -146,9 +147,7 @@ def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, cou
         *parts]
     if license_url is None:  # the package carries no license of its own: the source records' terms apply
         graph.append({"@id": SOURCE_TERMS, "@type": "CreativeWork", "name": "terms of the source records",
-                      "description": f"No license was given at export; the terms of the archive records {sources} "
-                                     "apply (each record's landing page states them; NIST Public Data Repository "
-                                     "records: https://www.nist.gov/open/license)."})
+                      "description": source_terms(manifest)})
     return {"@context": [CRATE_CONTEXT_URL, {"voe": VOE}],
             "@graph": sorted(graph, key=lambda x: str(x["@id"]))}
 

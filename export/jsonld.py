@@ -41,7 +41,6 @@ from urllib.parse import quote
 
 import rdflib
 from pydantic import BaseModel
-from pyld import jsonld  # type: ignore[import-untyped]
 from pyld.canon import URDNA2015  # type: ignore[import-untyped]
 from pyshacl import validate as shacl_validate
 
@@ -337,35 +336,33 @@ def dump(doc: Any) -> bytes:
 # ---------------------------------------------------------------- hash and validation
 
 
+def hashed_files(out: Path) -> list[str]:
+    """The graph files the crate's content hash covers: the package's .jsonld documents the export holds, in the
+    order of their names (answers, evidence, runs, tasks)."""
+    return sorted(n for n in GRAPH_FILES if (out / n).is_file())
+
+
 def content_hash(out: Path) -> tuple[str, int]:
-    """sha256 of the RDFC-1.0 (URDNA2015) canonical N-Quads of the union of the exported .jsonld files, and the
-    number of quads. Blank nodes are relabelled per file first: a label is local to its document."""
-    quads: dict[str, Any] = {}  # a quad said in two files is one quad of the union
-    for i, name in enumerate(n for n in GRAPH_FILES if (out / n).is_file()):
-        try:
-            dataset = jsonld.to_rdf(read_json(out / name), {"documentLoader": document_loader, "base": ""})
-        except jsonld.JsonLdError as exc:
-            raise InputError(f"not valid JSON-LD ({exc})", path=str(out / name)) from exc
-        except RecursionError as exc:
-            raise InputError("nests too deeply to be JSON-LD voe reads", path=str(out / name)) from exc
-        for graph_name, graph_quads in dataset.items():
-            for q in graph_quads:
-                for part in ("subject", "object"):
-                    if q[part]["type"] == "blank node":
-                        q[part]["value"] = f"_:f{i}{q[part]['value'][2:]}"
-                quads[jsonld.JsonLdProcessor.to_nquad(q, None if graph_name == "@default" else graph_name)] = (
-                    graph_name, q)
-    union: dict[str, list[Any]] = {}
-    for graph_name, q in quads.values():
-        union.setdefault(graph_name, []).append(q)
-    # the dataset goes to URDNA2015 directly: pyld's N-Quads parser checks duplicates pairwise (minutes here)
-    canonical = URDNA2015().main(union, {"format": "application/n-quads"})
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest(), len(quads)
+    """sha256 over the RDFC-1.0 (URDNA2015) canonical N-Quads of each graph file (`hashed_files`), concatenated in
+    that order, and the number of quads.
+
+    Each file is canonicalized on its own, so the blank nodes of two files stay apart with no relabelling: a
+    blank-node label is local to its document, and relabelling the quads of a parser in place once renamed terms
+    it shares between quads two or three times, cutting RDF lists apart. The definition is the one a third party
+    recomputes from the files with PyLD's public `jsonld.normalize` (docs/guide/export.md); the files are read
+    here with rdflib, another JSON-LD processor, so the two paths meet only at the canonical N-Quads."""
+    digest = hashlib.sha256()
+    quads = 0
+    for name in hashed_files(out):
+        canonical = canonical_nquads(load_jsonld(out / name))
+        digest.update(canonical.encode("utf-8"))
+        quads += canonical.count("\n")
+    return digest.hexdigest(), quads
 
 
 def _term(node: rdflib.term.Node) -> dict[str, str]:
-    if isinstance(node, rdflib.BNode):
-        return {"type": "blank node", "value": f"_:{node}"}
+    if isinstance(node, rdflib.BNode):  # never `_:c14n…`: pyld's URDNA2015 takes such a label as already canonical
+        return {"type": "blank node", "value": f"_:x{node}"}
     if isinstance(node, rdflib.URIRef):
         return {"type": "IRI", "value": str(node)}
     if isinstance(node, rdflib.Literal):
@@ -380,7 +377,8 @@ RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 
 def canonical_nquads(graph: rdflib.Graph) -> str:
     """RDFC-1.0 (URDNA2015) canonical N-Quads of an rdflib graph: two graphs are isomorphic exactly when these
-    are equal (rdflib's own `isomorphic` takes minutes on an export's blank-node lists)."""
+    are equal (rdflib's own `isomorphic` takes minutes on an export's blank-node lists). Every term gets a dict of
+    its own: URDNA2015 relabels blank nodes in the dicts it is given."""
     triples = [{"subject": _term(s), "predicate": _term(p), "object": _term(o)} for s, p, o in graph]
     return str(URDNA2015().main({"@default": triples}, {"format": "application/n-quads"}))
 

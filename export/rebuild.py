@@ -5,13 +5,13 @@ anything: the round trip proves that the export holds the whole package. Order c
 and the JSON-LD lists; JSON types from the typed literals (export/jsonld.py). The rebuilt tasks.jsonl,
 evidence.jsonl and answers.jsonl are written exactly as `voe compile` writes them, so they are byte-identical to
 the exported package's files and the rebuilt manifest.json carries the same content hash: a run of the rebuilt
-package scores against the graph the original was compiled into.
+package scores against the graph the original was compiled into. The folder is written by the compiler's own
+writer (voe.artifacts.package.write_package), schema/ included, so it is the compiled folder byte for byte.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -20,7 +20,14 @@ import rdflib
 from rdflib.collection import Collection
 from rdflib.namespace import RDF, XSD
 
-from voe.artifacts.package import EvidenceObject, Manifest, TaskAnswer, TaskView
+from voe.artifacts.package import (
+    EvidenceObject,
+    Manifest,
+    TaskAnswer,
+    TaskView,
+    package_content_hash,
+    write_package,
+)
 from voe.errors import InputError, VoeError
 from voe.export.jsonld import (
     ACT,
@@ -41,6 +48,7 @@ from voe.export.jsonld import (
     validate,
 )
 from voe.jsonl import dump_models
+from voe.versions import PACKAGE_VERSION, check
 
 V = rdflib.Namespace(VOE)
 A = rdflib.Namespace(VOEA)
@@ -251,7 +259,7 @@ def import_package(crate: Path, out: Path) -> Path:
     # written exactly as compiler.package.compile_package writes them
     files = {"tasks.jsonl": dump_models(views), "evidence.jsonl": dump_models(evidence),
              "answers.jsonl": dump_models(answers)}
-    digest = hashlib.sha256(b"".join(hashlib.sha256(files[n]).digest() for n in sorted(files))).hexdigest()
+    digest = package_content_hash(files)
     manifest = Manifest(package_version=tasks.integer(package, V.packageVersion),
                         compiler_version=tasks.text(package, V.compilerVersion),
                         content_hash=tasks.text(package, V.packageContentHash), graph_hash=tasks.text(package, V.graphHash),
@@ -259,17 +267,13 @@ def import_package(crate: Path, out: Path) -> Path:
                         annotator=tasks.text(package, V.annotator),
                         counts=answer_reader.value(answer_reader.one(audit, A.counts)),
                         gate=answer_reader.value(answer_reader.one(audit, A.gate)))
+    # schema/ is written in this voe's package version: a crate of another one is refused, as load_package would
+    check("package", manifest.package_version, PACKAGE_VERSION, str(crate / TASKS))
     rebuilt = {n: hashlib.sha256(d).hexdigest() for n, d in sorted(files.items())}
     if digest != manifest.content_hash or rebuilt != manifest.files:
         differ = sorted(n for n in rebuilt if manifest.files.get(n) != rebuilt[n])
         raise RoundTripMismatch(f"the package rebuilt from {crate} is not the exported one: content hash {digest} "
                                 f"instead of {manifest.content_hash} ({', '.join(differ) or 'file list'} differ)")
 
-    out.mkdir(parents=True, exist_ok=True)
-    for name, data in files.items():
-        (out / name).write_bytes(data)
-    (out / "schema").mkdir(exist_ok=True)
-    for name, model in (("task", TaskView), ("evidence", EvidenceObject), ("answer", TaskAnswer), ("manifest", Manifest)):
-        (out / "schema" / f"{name}.schema.json").write_text(json.dumps(model.model_json_schema(), indent=2, sort_keys=True))
-    (out / "manifest.json").write_text(json.dumps(manifest.model_dump(), indent=2, sort_keys=True) + "\n")
+    write_package(out, files, manifest)  # the compiler's own writer: schema/ and manifest.json byte for byte
     return out

@@ -4,7 +4,8 @@
 // Per item: the record, its component's metadata (declared size, digest, media type, the record's own
 // flags), the bytes we hold (recomputed digest, size, parsed format), the checksum files describing it,
 // for a folder its direct member files (with their checksum files), the facts it is located at (release
-// note rows, changelog lines, reference entries), the first lines of a held text document, and the defects on it or anything inside it.
+// note rows, changelog lines, reference entries), the first lines of a held text document, and the defects on it or anything inside it
+// (each with the sha256 of the bytes it is about, for the source of a finding the compiler states as a fact).
 MATCH (r:Record)
 WHERE coalesce(r.ingest_state, 'complete') = 'complete'
 MATCH (e:Evidence {record_ark: r.ark})
@@ -18,8 +19,12 @@ CALL (c) {
   WITH collect(DISTINCT m) + collect(DISTINCT s) AS subjects
   UNWIND subjects AS subject
   MATCH (subject)-[:HAS_DEFECT]->(d:Defect)
+  // the digest of the bytes a finding is about: its own location's span, else the subject's held file
+  OPTIONAL MATCH (d)-[:LOCATED_AT]->(dl:SourceLocation)
+  OPTIONAL MATCH (subject)-[:STORED_AS]->(sf:File)
+  WITH subject, d, min(dl.span_sha256) AS located, min(sf.sha256) AS stored
   RETURN collect(DISTINCT {id: d.id, kind: d.kind, rule: d.rule, detail: d.detail, path: d.path, pointer: d.pointer,
-                            subject: subject.filepath}) AS defects
+                            subject: subject.filepath, sha256: coalesce(located, stored)}) AS defects
 }
 CALL (c) {
   OPTIONAL MATCH (s:ChecksumFile)-[:DESCRIBES]->(c)

@@ -21,7 +21,15 @@ from rdflib.compare import isomorphic
 from rdflib.namespace import RDF
 
 from tests.conftest import REPO
-from voe.artifacts.package import EvidenceObject, ObservedFact, TaskAnswer, load_package
+from voe.artifacts.package import (
+    EvidenceObject,
+    MenuEntry,
+    ObservedFact,
+    ReferenceStep,
+    TaskAnswer,
+    TaskView,
+    load_package,
+)
 from voe.artifacts.run import read_steps
 from voe.errors import InputError
 from voe.export.crate import ExportSummary, export_package
@@ -143,6 +151,38 @@ def test_crate_metadata_parses_offline_and_records_files_and_hash(exported: tupl
     values = {str(g.value(i, schema.propertyID)): str(g.value(i, schema.value)) for i in g.objects(root, schema.identifier)}
     assert values[VOE + "rdfc10Sha256"] == summary.content_hash == content_hash(out)[0]
     assert values[VOE + "packageContentHash"] == summary.package_content_hash
+
+
+def recomputed_by_the_docs_recipe(crate: Path, tmp_path: Path) -> str:
+    """The crate's content hash as a third party recomputes it: the Python block of docs/guide/export.md's
+    'Recomputing the content hash', run as it is (PyLD's public API on the raw files; no voe code) in a fresh
+    interpreter. The block itself asserts that it agrees with the crate's recorded value; this returns it."""
+    section = (REPO / "docs" / "guide" / "export.md").read_text().split("## Recomputing the content hash", 1)[1]
+    recipe = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert '"out/crate"' in recipe and "import voe" not in recipe and "from voe" not in recipe
+    script = tmp_path / "recompute.py"
+    script.write_text(recipe.replace('"out/crate"', repr(str(crate))))
+    proc = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_recorded_content_hash_is_an_independent_rdfc10_hash_of_the_graph_files(
+        exported: tuple[Path, ExportSummary], tmp_path: Path) -> None:
+    out, summary = exported
+    meta = {n["@id"]: n for n in json.loads((out / CRATE).read_text())["@graph"]}
+    recorded = meta["#content-hash"]["value"]
+    assert recomputed_by_the_docs_recipe(out, tmp_path) == recorded == summary.content_hash
+    # the files it covers are the crate's graph files, named in the description a reader of the crate sees
+    graph_parts = sorted(p["@id"] for p in meta["./"]["hasPart"] if p["@id"].endswith(".jsonld"))
+    assert graph_parts == [ANSWERS, EVIDENCE, TASKS]
+    assert ", ".join(graph_parts) in meta["#content-hash"]["description"]
+    # the quads it counts are every quad of every file: each file's canonical N-Quads whole, nothing merged or cut
+    quads = sum(len(jsonld.normalize(json.loads((out / n).read_text()),
+                                     {"algorithm": "URDNA2015", "format": "application/n-quads"}).splitlines())
+                for n in graph_parts)
+    assert content_hash(out) == (recorded, quads)
 
 
 # arrays whose order is not data (the others are JSON-LD lists, by @list or by their term's @container)
@@ -331,12 +371,21 @@ def test_export_without_answers_holds_nothing_verifier_only(package: Path, tmp_p
     assert not (tmp_path / "rebuilt").exists()
 
 
+def files_of(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` by its relative path."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def test_rebuilt_package_is_identical_and_scores_identically(exported: tuple[Path, ExportSummary], package: Path,
                                                               _session_graph: Graph, tmp_path: Path) -> None:
     out, _ = exported
     rebuilt = import_package(out, tmp_path / "rebuilt")
-    for name in DATA_FILES:  # byte for byte, so the manifest's content hash is the original's
-        assert (rebuilt / name).read_bytes() == (package / name).read_bytes(), name
+    # every file of the folder byte for byte, schema/ included (their $id, x-voe-schema-version, last newline)
+    original, again = files_of(package), files_of(rebuilt)
+    assert sorted(again) == sorted(original)
+    assert {*DATA_FILES, *(f"schema/{n}.schema.json" for n in ("task", "evidence", "answer", "manifest"))} <= set(original)
+    for name, data in original.items():
+        assert again[name] == data, name
     assert load_package(rebuilt) == load_package(package)
     for policy, passes, seed in (("reference", 1, 0), ("random", 2, 3)):
         results = []
@@ -483,6 +532,19 @@ def test_crate_passes_the_ro_crate_validator_offline(exported: tuple[Path, Expor
     assert any("datePublished" in i for i in issues), issues
 
 
+def _field_names(fields: list[dict[str, Any]], prefix: str = "") -> set[str]:
+    """The names of croissant.json's fields, a nested one as its path (menu/entry_id)."""
+    out: set[str] = set()
+    for f in fields:
+        out.add(prefix + f["name"])
+        out |= _field_names(f.get("subField", []), prefix + f["name"] + "/")
+    return out
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode()
+
+
 def test_croissant_validates_and_its_record_sets_load_offline(exported: tuple[Path, ExportSummary], package: Path,
                                                               tmp_path: Path) -> None:
     import mlcroissant as mlc  # type: ignore[import-untyped,unused-ignore]
@@ -497,6 +559,33 @@ def test_croissant_validates_and_its_record_sets_load_offline(exported: tuple[Pa
     assert len(list(ds.records("evidence"))) == len(evidence)
     assert [r["answers/family"].decode() for r in ds.records("answers")] == [answers[v.task_id].family.value
                                                                              for v in views]
+    meta = json.loads((out / CROISSANT).read_text())
+    assert meta["conformsTo"] == "http://mlcommons.org/croissant/1.1" and meta["license"]  # the terms of the sources
+    # every field of every line is described, nested ones included
+    described = {rs["name"]: _field_names(rs["field"]) for rs in meta["recordSet"]}
+    for rs, models in (("tasks", {"": TaskView, "menu/": MenuEntry}), ("evidence", {"": EvidenceObject}),
+                       ("answers", {"": TaskAnswer, "reference/": ReferenceStep})):
+        for prefix, model in models.items():
+            assert {prefix + f for f in model.model_fields} <= described[rs], (rs, model)
+    assert {"facts/statement", "facts/source/sha256", "metadata/declared_size", "metadata/checksum_files/valid",
+            "metadata/members/local_sha256"} <= described["evidence"]
+    # and reads back as the package holds it: menu entries, facts with their sources, reference payloads
+    for r, v in zip(tasks, views, strict=True):
+        assert [e["tasks/menu/evidence_id"].decode() for e in r["tasks/menu"]] == [e.evidence_id for e in v.menu]
+        assert [a.decode() for a in r["tasks/actions"]] == [a.value for a in v.actions]
+    for r in ds.records("evidence"):
+        e = evidence[r["evidence/evidence_id"].decode()]
+        if e.facts:
+            got = [(f["evidence/facts/statement"].decode(), _text(f["evidence/facts/source/sha256"]))
+                   for f in r["evidence/facts"]]
+            assert got == [(f.statement, f.source and f.source["sha256"]) for f in e.facts]
+        assert r["evidence/metadata"]["evidence/metadata/declared_size"] == e.metadata.get("declared_size")
+    for r in ds.records("answers"):
+        a = answers[r["answers/task_id"].decode()]
+        steps = [(s["answers/reference/action"].decode(), _text(s["answers/reference/evidence_id"]),
+                  None if s["answers/reference/payload"] is None else [x.decode() for x in s["answers/reference/payload"]])
+                 for s in r["answers/reference"]]
+        assert steps == [(s.action.value, s.evidence_id, s.payload) for s in a.reference]
     for name in PACKAGE_FILES:  # the package's own bytes
         assert (out / name).read_bytes() == (package / name).read_bytes()
     policy_only = tmp_path / "policy-only"
@@ -564,6 +653,7 @@ def test_runs_export_as_prov_activities_with_verdicts_verifier_only(package: Pat
             assert str(answers.value(verdict, voea.label)) == score["label"]
     assert not any(str(p).startswith(VOEA) for p in g.predicates())
     assert (out / "ro-crate-metadata.json").is_file()
+    assert recomputed_by_the_docs_recipe(out, tmp_path) == summary.content_hash  # runs.jsonld hashed too
 
 
 def test_runs_without_answers_keep_verdicts_out_and_refuse_the_reference_run(

@@ -16,7 +16,7 @@ import pytest
 
 from voe.artifacts.package import load_package
 from voe.export.crate import export_package
-from voe.export.training import FORMATS, export_training, read_training, split_of
+from voe.export.training import FORMATS, MODELS, export_training, read_training, split_of
 from voe.graph import Graph
 from voe.jsonl import read_jsonl
 from voe.replay.runner import run_policy
@@ -160,8 +160,17 @@ def test_an_export_with_runs_and_answers_carries_the_training_sets_described(
     for name, part in parts.items():
         assert part["sha256"] == hashlib.sha256((out / name).read_bytes()).hexdigest()
     ds = mlc.Dataset(str(out / "croissant.json"))
+    described = {rs["name"]: {f["name"] for f in rs["field"]}
+                 for rs in json.loads((out / "croissant.json").read_text())["recordSet"]}
     for fmt, splits in own.counts.items():
         for split, n in splits.items():
-            assert len(list(ds.records(f"training_{fmt}_{split}"))) == n
+            rs = f"training_{fmt}_{split}"
+            records = list(ds.records(rs))
+            assert len(records) == n and set(MODELS[fmt].model_fields) <= described[rs]  # every field described
+            if fmt == "sft":  # the nested messages read back as the file holds them
+                lines = [json.loads(x) for x in (out / "training" / fmt / f"{split}.jsonl").read_text().splitlines()]
+                assert [[(m[f"{rs}/messages/role"].decode(), m[f"{rs}/messages/content"].decode())
+                         for m in r[f"{rs}/messages"]] for r in records] == [
+                    [(m["role"], m["content"]) for m in line["messages"]] for line in lines]
     policy_only = export_package(package, tmp_path / "runs-only", runs=[run])
     assert policy_only.training == {} and not (tmp_path / "runs-only" / "training").exists()

@@ -5,6 +5,7 @@ a second."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from enum import StrEnum
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from voe.errors import InputError
-from voe.versions import PACKAGE_VERSION, check
+from voe.versions import PACKAGE_VERSION, check, write_schemas
 
 
 class Family(StrEnum):
@@ -137,6 +138,26 @@ class Manifest(BaseModel):
     files: dict[str, str]
     annotator: str = "deterministic template"
     gate: dict[str, Any] = Field(default_factory=dict)
+
+
+PACKAGE_SCHEMAS: tuple[tuple[str, type[BaseModel]], ...] = (
+    ("task", TaskView), ("evidence", EvidenceObject), ("answer", TaskAnswer), ("manifest", Manifest))
+
+
+def package_content_hash(files: dict[str, bytes]) -> str:
+    """The package's content hash (manifest.json `content_hash`): sha256 over the sha256 of each data file, by name."""
+    return hashlib.sha256(b"".join(hashlib.sha256(files[n]).digest() for n in sorted(files))).hexdigest()
+
+
+def write_package(out: Path, files: dict[str, bytes], manifest: Manifest) -> None:
+    """Write a package folder: its data files, schema/ and manifest.json. `voe compile` and `voe import-package`
+    both write through here, so that a package rebuilt from an export is the compiled one byte for byte."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (out / name).write_bytes(data)
+    write_schemas(out, "package", PACKAGE_SCHEMAS)
+    (out / "manifest.json").write_text(json.dumps(manifest.model_dump(), indent=2, sort_keys=True) + "\n",
+                                       encoding="utf-8")
 
 
 # the release gate as the manifest records it (DESIGN §7; voe.replay.gate runs it)
