@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from voe.cli.app import cli, emit_json, progress_reporter, quiet_option
+from voe.errors import UsageError
 
 if TYPE_CHECKING:
     from voe.llm import ResponseFormat
@@ -166,6 +167,40 @@ def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers
         answers += f" and {summary.verdicts} verdicts"
     click.echo(f"exported {summary.tasks} tasks, {summary.evidence} evidence objects{ran}{answers} to {out} "
                f"(content hash {summary.content_hash})")
+
+
+@cli.command("validate")
+@click.argument("crate", metavar="CRATE", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--severity", type=click.Choice(["REQUIRED", "RECOMMENDED", "OPTIONAL"]), default="RECOMMENDED",
+              show_default=True, help="The lowest RO-Crate requirement level checked.")
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+def validate_cmd(crate: Path, severity: str, as_json: bool) -> None:
+    """Check an export with the ecosystem's own tools, offline: roc-validator (the RO-Crate 1.2 profile, at
+    --severity and above) and mlcroissant (croissant.json). Exit 1 when either finds anything.
+
+    The RO-Crate context comes from the copy voe ships, through the validator's own cache, seeded here; no
+    network is used. Needs the validate extra (pip install 'voe-evidence[validate]').
+
+    \b
+    Examples:
+      voe validate out/crate
+      voe validate out/crate --severity REQUIRED --json
+    """
+    try:
+        from voe.export.validate import validate_crate
+    except ImportError as exc:
+        raise UsageError(f"voe validate needs roc-validator and mlcroissant: pip install 'voe-evidence[validate]' "
+                         f"({exc})") from exc
+    findings = validate_crate(crate, severity)
+    if as_json:
+        emit_json([f.__dict__ for f in findings])
+    else:
+        for tool in ("roc-validator", "mlcroissant"):
+            mine = [f for f in findings if f.tool == tool]
+            click.echo(f"{tool}: {len(mine)} finding(s)" + (":" if mine else ""))
+            for f in mine:
+                click.echo(f"  {f.severity:<11} {f.check}: {f.message}")
+    sys.exit(1 if findings else 0)
 
 
 @cli.command("export-training")

@@ -173,7 +173,9 @@ def compile_package(graph: Graph, out: Path, admission: Admission, annotator: An
                               "filtered": filtered,
                               "families_absent": families_absent(families)}
     manifest = Manifest(compiler_version=COMPILER_VERSION, content_hash=content_hash, graph_hash=graph_hash,
-                        sources=[{k: r[k] for k in ("ark", "version", "title", "provenance", "stamp")} for r in records],
+                        sources=[{k: r[k] for k in ("ark", "version", "title", "provenance", "stamp")}
+                                 | {k: r[k] for k in ("license", "publisher", "landing_page") if isinstance(r[k], str)}
+                                 for r in records],
                         counts=counts, files={n: hashlib.sha256(d).hexdigest() for n, d in sorted(files.items())},
                         annotator=annotator.name, gate=gate.model_dump())
     if annotator.model is not None or judge is not None:  # the template's package stays byte for byte as it was

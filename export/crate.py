@@ -133,7 +133,13 @@ def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, cou
                           else "Policy-visible files only: no answers."),
         "identifier": [{"@id": "#content-hash"}, {"@id": "#package-content-hash"}],
         "hasPart": [{"@id": p["@id"]} for p in parts], "version": str(manifest.package_version),
-        "datePublished": published, "license": {"@id": license_url or SOURCE_TERMS}}
+        "datePublished": published}
+    licenses, license_nodes = _licenses(manifest, license_url)
+    root["license"] = licenses
+    unstated = [str(s["ark"]) for s in manifest.sources if not _absolute(s.get("license"))]
+    if license_url is None and license_nodes and license_nodes[0]["@id"] != SOURCE_TERMS and unstated:
+        root["conditionsOfAccess"] = ("the records " + ", ".join(unstated) + " state no license: the terms of "
+                                      "their archives apply to what this package holds of them")
     graph = [
         {"@id": CRATE, "@type": "CreativeWork", "conformsTo": {"@id": CRATE_SPEC}, "about": {"@id": "./"}},
         root,
@@ -145,11 +151,33 @@ def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, cou
          "name": "voe package content hash", "description": "the content hash in the source package's manifest.json",
          "value": manifest.content_hash},
         *parts]
-    if license_url is None:  # the package carries no license of its own: the source records' terms apply
-        graph.append({"@id": SOURCE_TERMS, "@type": "CreativeWork", "name": "terms of the source records",
-                      "description": source_terms(manifest)})
+    graph += license_nodes
+    if croissant is not None:  # the profile a part conforms to is an entity of the crate (RO-Crate 1.2 recommends)
+        graph.append({"@id": CROISSANT_CONFORMS_TO, "@type": "CreativeWork", "name": "Croissant format specification",
+                      "url": CROISSANT_CONFORMS_TO})
     return {"@context": [CRATE_CONTEXT_URL, {"voe": VOE}],
             "@graph": sorted(graph, key=lambda x: str(x["@id"]))}
+
+
+def _absolute(url: Any) -> bool:
+    return isinstance(url, str) and url.startswith(("https://", "http://"))
+
+
+def _licenses(manifest: Manifest, license_url: str | None) -> tuple[Any, list[dict[str, Any]]]:
+    """The root's license and its entities: `--license`; else the licenses the source records state (absolute
+    URLs, as RO-Crate 1.2 recommends; records stating none are named in `conditionsOfAccess`); else, when no
+    record states one, a note that the source records' own terms apply."""
+    if license_url is not None:
+        return {"@id": license_url}, []
+    urls = sorted({str(s["license"]) for s in manifest.sources if _absolute(s.get("license"))})
+    if urls:
+        nodes = [{"@id": u, "@type": "CreativeWork", "name": "license of source records",
+                  "description": "the license the archive records "
+                                 + ", ".join(str(s["ark"]) for s in manifest.sources if s.get("license") == u)
+                                 + " state"} for u in urls]
+        return ([{"@id": u} for u in urls] if len(urls) > 1 else {"@id": urls[0]}), nodes
+    return {"@id": SOURCE_TERMS}, [{"@id": SOURCE_TERMS, "@type": "CreativeWork", "name": "terms of the source records",
+                                    "description": source_terms(manifest)}]
 
 
 def _check_out(out: Path, force: bool) -> None:

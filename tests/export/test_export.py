@@ -515,21 +515,45 @@ def test_cli_import_package_with_the_network_blocked_refuses_a_nested_remote_con
 
 def test_crate_passes_the_ro_crate_validator_offline(exported: tuple[Path, ExportSummary], tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """roc-validator's RO-Crate 1.2 profile, every REQUIRED check, with the network closed: the only remote
-    document it needs (the RO-Crate context) comes from its cache, seeded from ontology/."""
-    from tests.export.rocrate_offline import seed, validate_crate
-
-    seed(tmp_path / "cache")
+    """roc-validator's RO-Crate 1.2 profile with the network closed (voe/export/validate.py serves the one remote
+    document it needs, the RO-Crate context, from its cache, seeded from ontology/): no REQUIRED finding, and of the
+    RECOMMENDED ones only the publisher (the records name an organization, but not the ROR id, URL and contact
+    point RO-Crate 1.2 then recommends)."""
+    from voe.export.validate import ro_crate_findings
 
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise OSError("the network is closed in this test")
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
-    assert validate_crate(exported[0], tmp_path / "cache") == []
+    assert ro_crate_findings(exported[0], "REQUIRED") == []
+    recommended = ro_crate_findings(exported[0], "RECOMMENDED")
+    assert [f.check for f in recommended] == ["ro-crate-1.2_56.1"], recommended  # publisher
     broken = copy_of(exported[0], tmp_path)  # not vacuous: the validator does see a crate break the profile
     edit(broken / CRATE, lambda d: [n.pop("datePublished", None) for n in d["@graph"]])
-    issues = validate_crate(broken, tmp_path / "cache")
-    assert any("datePublished" in i for i in issues), issues
+    issues = ro_crate_findings(broken, "REQUIRED")
+    assert any("datePublished" in f.message for f in issues), issues
+
+
+def test_voe_validate_reports_by_tool_and_severity_and_exits_1_on_a_finding(
+        exported: tuple[Path, ExportSummary], tmp_path: Path) -> None:
+    def validate(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "voe.cli", "validate", *args], capture_output=True, text=True,
+                              timeout=300)
+
+    clean = validate(str(exported[0]), "--severity", "REQUIRED")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert clean.stdout.splitlines() == ["roc-validator: 0 finding(s)", "mlcroissant: 0 finding(s)"]
+    broken = copy_of(exported[0], tmp_path)
+    edit(broken / CRATE, lambda d: [n.pop("datePublished", None) for n in d["@graph"]])
+    edit(broken / CROISSANT, lambda d: d["recordSet"][0]["field"][0]["source"].update(fileObject={"@id": "nope"}))
+    found = validate(str(broken), "--json")
+    assert found.returncode == 1, found.stderr
+    rows = json.loads(found.stdout)
+    assert any(r["tool"] == "roc-validator" and r["severity"] == "REQUIRED" and "datePublished" in r["message"]
+               for r in rows), rows
+    assert any(r["tool"] == "mlcroissant" and r["severity"] == "ERROR" and '"nope"' in r["message"] for r in rows), rows
+    missing = validate(str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "not an RO-Crate" in missing.stderr and "Traceback" not in missing.stderr
 
 
 def _field_names(fields: list[dict[str, Any]], prefix: str = "") -> set[str]:

@@ -97,6 +97,13 @@ class NerdmComponent(BaseModel):
         return Label.DATA_FILE if ("nrdp:DataFile" in self.types or self.filepath) else Label.COMPONENT
 
 
+class NerdmPublisher(BaseModel):
+    """Who published the record (an organization in NIST's records); its name is what the Record keeps."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str | None = None
+
+
 class NerdmHeader(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
     ark: str = Field(alias="@id")
@@ -107,13 +114,16 @@ class NerdmHeader(BaseModel):
     landingPage: str | None = None
     modified: str | None = None
     issued: str | None = None
+    license: str | None = None
+    publisher: NerdmPublisher | None = None
     schema_uri: str | None = Field(default=None, alias="_schema")
 
 
 # The record keys a node property is read from (alternatives in order), for the JSON pointer of a
 # `value_not_storable` defect; and the property each header / component key fills.
 HEADER_PROPS = {"ediid": "ediid", "version": "version", "doi": "doi", "title": "title", "landingPage": "landing_page",
-                "modified": "modified", "issued": "issued", "_schema": "schema"}
+                "modified": "modified", "issued": "issued", "license": "license", "publisher": "publisher",
+                "_schema": "schema"}
 RECORD_FIELDS: dict[str, tuple[str, ...]] = {**{prop: (key,) for key, prop in HEADER_PROPS.items()},
                                              "ark": ("@id",), "id": ("@id",), "record_id": ("@id",)}
 COMPONENT_PROPS = {"filepath": "filepath", "mediaType": "media_type", "size": "declared_size",
@@ -357,6 +367,7 @@ class NerdmBuilder(BuilderCore):
         record_props = {
             "ark": h.ark, "ediid": h.ediid, "version": h.version, "doi": h.doi, "title": h.title,
             "landing_page": h.landingPage, "modified": h.modified, "issued": h.issued,
+            "license": h.license, "publisher": h.publisher.name if h.publisher is not None else None,
             "schema": h.schema_uri, "source_path": self.record_file.name, "source_sha256": self.file_sha,
             "component_count": count, "ingest_state": "writing",
         }
