@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -136,12 +137,20 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
 @click.option("--date", metavar="YYYY-MM-DD",
               help="The crate's datePublished (default: SOURCE_DATE_EPOCH if set, else today, UTC).")
 @click.option("--license", "license_url", metavar="URL",
-              help="The crate's license (default: a note that the source records' terms apply).")
+              help="The crate's license (default: the licenses the source records state, else a note that their "
+                   "terms apply).")
+@click.option("--publisher", "publisher_id", metavar="URL",
+              help="Who publishes the crate: a ROR id (https://ror.org/..., as RO-Crate 1.2 recommends) or the "
+                   "organisation's URL. voe names none unless told: the publisher is whoever redistributes the crate.")
+@click.option("--publisher-name", metavar="NAME", help="The --publisher's name (default: the URL).")
+@click.option("--contact", metavar="MAILTO_OR_URL",
+              help="Where the --publisher is reached: mailto:ADDRESS or a URL (the crate's ContactPoint).")
 @click.option("--force", is_flag=True,
               help="Replace an --out folder that exists and is not empty (the new export is swapped in whole).")
 @click.option("--json", "as_json", is_flag=True, help="Print the export summary as JSON.")
 def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers: bool, date: str | None,
-               license_url: str | None, force: bool, as_json: bool) -> None:
+               license_url: str | None, publisher_id: str | None, publisher_name: str | None, contact: str | None,
+               force: bool, as_json: bool) -> None:
     """Export a task package as JSON-LD in an RO-Crate 1.2, validated with SHACL, with its RDFC-1.0 content hash.
 
     PROV-O for provenance (tasks derived from evidence, facts located in files), schema.org for the crate.
@@ -153,11 +162,22 @@ def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers
     Examples:
       voe export out/pkg --out out/crate
       voe export out/pkg --out out/crate-full --runs out/run-random --include-answers
+      voe export out/pkg --out out/crate --publisher https://ror.org/05xpvk416 \\
+        --publisher-name "National Institute of Standards and Technology" --contact mailto:data@example.org
     """
-    from voe.export.crate import export_package
+    from voe.export.crate import SOURCE_TERMS, Publisher, export_package
 
+    if (publisher_name is not None or contact is not None) and publisher_id is None:
+        raise UsageError("--publisher-name and --contact describe a --publisher URL: give it too")
+    if contact is not None and not contact.startswith(("mailto:", "https://", "http://")):
+        raise UsageError(f"--contact must be mailto:ADDRESS or a URL, not {contact!r}")
+    if publisher_id is not None and not publisher_id.startswith(("https://", "http://")):
+        raise UsageError(f"--publisher must be an absolute URL (a ROR id such as https://ror.org/05xpvk416 or the "
+                         f"organisation's web address), not {publisher_id!r}")
+    publisher = (Publisher(id=publisher_id, name=publisher_name or publisher_id, contact=contact)
+                 if publisher_id else None)
     summary = export_package(package, out, include_answers=include_answers, runs=runs, date=date,
-                             license_url=license_url, force=force)
+                             license_url=license_url, force=force, publisher=publisher)
     if as_json:
         emit_json(summary.model_dump())
         return
@@ -167,11 +187,18 @@ def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers
         answers += f" and {summary.verdicts} verdicts"
     click.echo(f"exported {summary.tasks} tasks, {summary.evidence} evidence objects{ran}{answers} to {out} "
                f"(content hash {summary.content_hash})")
+    if summary.publisher is None:
+        click.echo("note: the crate names no publisher (RO-Crate recommends one): pass --publisher ROR_OR_URL "
+                   "--publisher-name NAME --contact mailto:ADDRESS", err=True)
+    if SOURCE_TERMS in summary.license:
+        click.echo("note: no source record states a license, so the crate says their archives' terms apply: pass "
+                   "--license URL to state one", err=True)
 
 
 @cli.command("validate")
 @click.argument("crate", metavar="CRATE", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--severity", type=click.Choice(["REQUIRED", "RECOMMENDED", "OPTIONAL"]), default="RECOMMENDED",
+@click.option("--severity", type=click.Choice(["REQUIRED", "RECOMMENDED", "OPTIONAL"], case_sensitive=False),
+              default="RECOMMENDED",
               show_default=True, help="The lowest RO-Crate requirement level checked.")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 def validate_cmd(crate: Path, severity: str, as_json: bool) -> None:
@@ -198,8 +225,9 @@ def validate_cmd(crate: Path, severity: str, as_json: bool) -> None:
         for tool in ("roc-validator", "mlcroissant"):
             mine = [f for f in findings if f.tool == tool]
             click.echo(f"{tool}: {len(mine)} finding(s)" + (":" if mine else ""))
-            for f in mine:
-                click.echo(f"  {f.severity:<11} {f.check}: {f.message}")
+            # one line per check: the same finding on every File entity would bury the rest
+            for (sev, check, message), n in Counter((f.severity, f.check, f.message) for f in mine).items():
+                click.echo(f"  {sev:<11} {check}: {message}" + (f" ({n} entities)" if n > 1 else ""))
     sys.exit(1 if findings else 0)
 
 

@@ -54,6 +54,8 @@ class ExportSummary(BaseModel):
     content_hash: str  # sha256 over the RDFC-1.0 (URDNA2015) canonical N-Quads of each exported .jsonld file, by name
     package_content_hash: str  # the source package's own content hash (manifest.json)
     files: dict[str, str]  # file name -> sha256 of its bytes
+    publisher: str | None = None  # the crate's publisher (--publisher): none unless told
+    license: list[str] = []  # the crate's license ids (#terms-of-the-sources when neither --license nor a record states one)
 
 
 
@@ -86,7 +88,8 @@ def published_date(date: str | None = None) -> str:
 
 def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, counts: dict[str, int],
                    published: str, license_url: str | None = None, data_files: dict[str, bytes] | None = None,
-                   croissant: bytes | None = None, training: dict[str, bytes] | None = None) -> dict[str, Any]:
+                   croissant: bytes | None = None, training: dict[str, bytes] | None = None,
+                   publisher: Publisher | None = None) -> dict[str, Any]:
     described = {
         TASKS: f"{counts['tasks']} policy-visible tasks (voe:Task, prov:Entity) with their menus and workflows",
         EVIDENCE: f"{counts['evidence']} evidence objects (voe:Evidence) with their facts and source locations",
@@ -125,7 +128,7 @@ def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, cou
                       "conformsTo": {"@id": CROISSANT_CONFORMS_TO},
                       "description": "Croissant (MLCommons) description of the JSON Lines files as record sets"})
     sources = ", ".join(str(s.get("ark")) for s in manifest.sources)
-    root = {
+    root: dict[str, Any] = {
         "@id": "./", "@type": "Dataset", "name": f"voe task package {manifest.content_hash[:12]}",
         "description": f"Realized-only decision tasks compiled by {manifest.compiler_version} from the archive "
                        f"records {sources}, exported as JSON-LD (PROV-O, schema.org). "
@@ -137,10 +140,10 @@ def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, cou
     licenses, license_nodes = _licenses(manifest, license_url)
     root["license"] = licenses
     unstated = [str(s["ark"]) for s in manifest.sources if not _absolute(s.get("license"))]
-    if license_url is None and license_nodes and license_nodes[0]["@id"] != SOURCE_TERMS and unstated:
+    if license_url is None and license_nodes[0]["@id"] != SOURCE_TERMS and unstated:
         root["conditionsOfAccess"] = ("the records " + ", ".join(unstated) + " state no license: the terms of "
                                       "their archives apply to what this package holds of them")
-    graph = [
+    graph: list[dict[str, Any]] = [
         {"@id": CRATE, "@type": "CreativeWork", "conformsTo": {"@id": CRATE_SPEC}, "about": {"@id": "./"}},
         root,
         {"@id": "#content-hash", "@type": "PropertyValue", "propertyID": HASH_PROPERTY, "name": "RDFC-1.0 content hash",
@@ -152,11 +155,35 @@ def crate_metadata(files: dict[str, bytes], digest: str, manifest: Manifest, cou
          "value": manifest.content_hash},
         *parts]
     graph += license_nodes
+    if publisher is not None:
+        root["publisher"] = {"@id": publisher.id}
+        graph += publisher.entities()
     if croissant is not None:  # the profile a part conforms to is an entity of the crate (RO-Crate 1.2 recommends)
         graph.append({"@id": CROISSANT_CONFORMS_TO, "@type": "CreativeWork", "name": "Croissant format specification",
                       "url": CROISSANT_CONFORMS_TO})
     return {"@context": [CRATE_CONTEXT_URL, {"voe": VOE}],
             "@graph": sorted(graph, key=lambda x: str(x["@id"]))}
+
+
+class Publisher(BaseModel):
+    """Who publishes the crate (`voe export --publisher`): whoever exports and redistributes it, which voe cannot
+    know, so it names none unless told. `id` is absolute: a ROR id, or the organisation's URL."""
+    id: str
+    name: str
+    contact: str | None = None  # mailto:ADDRESS or a URL where the publisher is reached
+
+    def entities(self) -> list[dict[str, Any]]:
+        org: dict[str, Any] = {"@id": self.id, "@type": "Organization", "name": self.name, "url": self.id}
+        if self.contact is None:
+            return [org]
+        org["contactPoint"] = {"@id": self.contact}
+        point: dict[str, Any] = {"@id": self.contact, "@type": "ContactPoint", "name": f"contact of {self.name}",
+                                 "contactType": "publisher of this crate"}
+        if self.contact.startswith("mailto:"):
+            point["email"] = self.contact.removeprefix("mailto:")
+        else:
+            point["url"] = self.contact
+        return [org, point]
 
 
 def _absolute(url: Any) -> bool:
@@ -167,8 +194,9 @@ def _licenses(manifest: Manifest, license_url: str | None) -> tuple[Any, list[di
     """The root's license and its entities: `--license`; else the licenses the source records state (absolute
     URLs, as RO-Crate 1.2 recommends; records stating none are named in `conditionsOfAccess`); else, when no
     record states one, a note that the source records' own terms apply."""
-    if license_url is not None:
-        return {"@id": license_url}, []
+    if license_url is not None:  # an entity too: RO-Crate 1.2 wants a license named, described and typed
+        return {"@id": license_url}, [{"@id": license_url, "@type": "CreativeWork", "name": "license of this crate",
+                                       "description": "the license given at export (voe export --license)"}]
     urls = sorted({str(s["license"]) for s in manifest.sources if _absolute(s.get("license"))})
     if urls:
         nodes = [{"@id": u, "@type": "CreativeWork", "name": "license of source records",
@@ -210,7 +238,8 @@ def _swap_in(staging: Path, out: Path) -> None:
 
 
 def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: list[Path] | tuple[Path, ...] = (),
-                   date: str | None = None, license_url: str | None = None, force: bool = False) -> ExportSummary:
+                   date: str | None = None, license_url: str | None = None, force: bool = False,
+                   publisher: Publisher | None = None) -> ExportSummary:
     """Export the package folder `pkg` as JSON-LD into `out` (see the module docstring for the files), validate it
     with SHACL and record its RDFC-1.0 content hash in ro-crate-metadata.json, which is written last, only for
     an export that conforms.
@@ -261,7 +290,7 @@ def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: li
                                              {n: d for n, d in training.items() if n.endswith(".jsonl")}))
         (staging / CROISSANT).write_bytes(croissant)
         (staging / CRATE).write_bytes(dump(crate_metadata(files, digest, manifest, counts, published, license_url,
-                                                           data_files, croissant, training)))
+                                                           data_files, croissant, training, publisher)))
         _swap_in(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -271,4 +300,6 @@ def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: li
                          include_answers=include_answers, triples=report.triples, content_hash=digest,
                          training=trained,
                          package_content_hash=manifest.content_hash,
+                         publisher=publisher.id if publisher else None,
+                         license=[n["@id"] for n in _licenses(manifest, license_url)[1]],
                          files={n: hashlib.sha256(d).hexdigest() for n, d in sorted(files.items())})

@@ -1,6 +1,7 @@
 """Whatever `voe compile` writes, `voe export` carries (issue 34): a package compiled from a hostile plain folder
 (a symlink beside the files, not followed; a file whose bytes are not what its extension says) exports and passes
-the export's SHACL shapes, and every fact's source names the sha256 of the bytes it is about."""
+the export's SHACL shapes and `voe validate` (roc-validator and mlcroissant), and every fact's source names the
+sha256 of the bytes it is about."""
 
 from __future__ import annotations
 
@@ -79,10 +80,16 @@ def test_a_package_compiled_from_a_folder_with_a_symlink_exports_and_validates(
     sources = [f.source for e in evidence.values() for f in e.facts if f.source is not None]
     assert sources and all(s["path"] and re.fullmatch("[0-9a-f]{64}", s["sha256"]) for s in sources)
 
-    exported = _voe(["export", str(pkg), "--out", str(crate), "--include-answers"], cli_env)
+    exported = _voe(["export", str(pkg), "--out", str(crate), "--include-answers", "--publisher",
+                     "https://ror.org/05xpvk416", "--publisher-name", "a lab", "--contact", "mailto:lab@example.org",
+                     "--license", "https://spdx.org/licenses/CC0-1.0.html"],  # a plain folder states neither
+                    cli_env)
     assert exported.returncode == 0 and "Traceback" not in exported.stderr, exported.stderr
     report = validate(crate)
     assert report.conforms and report.files == ["tasks.jsonld", "evidence.jsonld", "answers.jsonld"]
+    # and the ecosystem's tools agree: roc-validator (RO-Crate 1.2, REQUIRED and RECOMMENDED) and mlcroissant
+    checked = _voe(["validate", str(crate), "--json"], cli_env)
+    assert checked.returncode == 0 and json.loads(checked.stdout) == [], checked.stdout + checked.stderr
     text = (crate / "evidence.jsonld").read_text()
     assert "OUTSIDE-THE-FOLDER" not in text and hashlib.sha256(b"OUTSIDE-THE-FOLDER\n").hexdigest() not in text
     rebuilt = _voe(["import-package", str(crate), "--out", str(tmp_path / "again")], cli_env)

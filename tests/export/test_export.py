@@ -513,12 +513,13 @@ def test_cli_import_package_with_the_network_blocked_refuses_a_nested_remote_con
 # ---------------------------------------------------------------- generic research-data tools, offline
 
 
-def test_crate_passes_the_ro_crate_validator_offline(exported: tuple[Path, ExportSummary], tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_crate_passes_the_ro_crate_validator_offline(exported: tuple[Path, ExportSummary], package: Path,
+                                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """roc-validator's RO-Crate 1.2 profile with the network closed (voe/export/validate.py serves the one remote
-    document it needs, the RO-Crate context, from its cache, seeded from ontology/): no REQUIRED finding, and of the
-    RECOMMENDED ones only the publisher (the records name an organization, but not the ROR id, URL and contact
-    point RO-Crate 1.2 then recommends)."""
+    document it needs, the RO-Crate context, from its cache, seeded from ontology/): no REQUIRED finding; of the
+    RECOMMENDED ones only the publisher, which voe names only when told (`--publisher`), and with one given (a ROR
+    id, a name, a contact point) none at all."""
+    from voe.export.crate import Publisher
     from voe.export.validate import ro_crate_findings
 
     def refuse(*args: Any, **kwargs: Any) -> None:
@@ -528,6 +529,12 @@ def test_crate_passes_the_ro_crate_validator_offline(exported: tuple[Path, Expor
     assert ro_crate_findings(exported[0], "REQUIRED") == []
     recommended = ro_crate_findings(exported[0], "RECOMMENDED")
     assert [f.check for f in recommended] == ["ro-crate-1.2_56.1"], recommended  # publisher
+    published = tmp_path / "published"
+    export_package(package, published, include_answers=True, date="2026-12-01",
+                   publisher=Publisher(id="https://ror.org/05xpvk416", name="a publisher", contact="mailto:d@example.org"))
+    assert ro_crate_findings(published, "RECOMMENDED") == []
+    root = next(n for n in json.loads((published / CRATE).read_text())["@graph"] if n["@id"] == "./")
+    assert root["publisher"] == {"@id": "https://ror.org/05xpvk416"}
     broken = copy_of(exported[0], tmp_path)  # not vacuous: the validator does see a crate break the profile
     edit(broken / CRATE, lambda d: [n.pop("datePublished", None) for n in d["@graph"]])
     issues = ro_crate_findings(broken, "REQUIRED")
@@ -718,6 +725,7 @@ def test_cli_export_then_import_package_and_exit_codes(package: Path, scored_run
     views = load_package(package)[0]
     assert done.stdout.startswith(f"exported {len(views)} tasks, ") and "1 runs (" in done.stdout
     assert "content hash " in done.stdout and "Traceback" not in done.stderr
+    assert "names no publisher" in done.stderr and "--publisher" in done.stderr  # RO-Crate recommends one
     meta = json.loads((crate / CRATE).read_text())
     assert {n["@id"]: n for n in meta["@graph"]}["./"]["datePublished"] == "2026-01-01"
     again = _voe(["export", str(package), "--out", str(tmp_path / "again"), "--include-answers", "--runs",
@@ -742,3 +750,8 @@ def test_cli_export_then_import_package_and_exit_codes(package: Path, scored_run
     assert missing.returncode == 2 and "Traceback" not in missing.stderr, missing.stderr
     date = _voe(["export", str(package), "--out", str(tmp_path / "x"), "--date", "yesterday"], env)
     assert date.returncode == 2 and "--date 'yesterday'" in date.stderr
+    for bad_flags in (["--publisher", "ror.org/05xpvk416"], ["--publisher-name", "a lab"],
+                      ["--publisher", "https://ror.org/05xpvk416", "--contact", "lab@example.org"]):
+        refused = _voe(["export", str(package), "--out", str(tmp_path / "x"), *bad_flags], env)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, (bad_flags, refused.stderr)
+        assert not (tmp_path / "x").exists()
