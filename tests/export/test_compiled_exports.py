@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ingest.helpers import rows
+from tests.ingest.helpers import nerdm, rows
 from voe.artifacts.package import load_package
 from voe.export.jsonld import validate
 from voe.graph import Graph
@@ -97,3 +97,42 @@ def test_a_package_compiled_from_a_folder_with_a_symlink_exports_and_validates(
     for name in ("tasks.jsonl", "evidence.jsonl", "answers.jsonl", "manifest.json"):
         assert (tmp_path / "again" / name).read_bytes() == (pkg / name).read_bytes(), name
 
+
+
+@pytest.mark.slow
+def test_packages_compiled_from_the_hostile_ingest_cases_export_validate_and_rebuild(
+        graph: Graph, archives: Path, tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """The cases tests/ingest/test_hostile_inputs.py ingests (values Neo4j cannot store, a malformed landing page,
+    an unknown extension schema, a file name that is not UTF-8, a symlink beside the files) beside a real record:
+    what the compiler writes from them exports, passes SHACL, roc-validator and mlcroissant, and comes back byte
+    for byte."""
+    doc = nerdm(archives / "mds2-3842")
+    doc["title"] = "lone \udcff surrogate"
+    doc["landingPage"] = "http://[::1/x"
+    doc["components"][0].update(size=10**30, mediaType=[1])
+    doc["components"][1]["_extensionSchemas"] = ["https://data.nist.gov/od/dm/nerdm-schema/pub/v0.7#/definitions/X"]
+    hostile = tmp_path / "hostile"
+    hostile.mkdir()
+    (hostile / "nerdm.json").write_text(json.dumps(doc, ensure_ascii=True), encoding="ascii")
+    names = _plain_folder(tmp_path, _symlink)
+    (names / os.fsdecode(b"caf\xe9.csv")).write_text("u,v\n7,8\n")  # a lone surrogate in Python's view of the name
+    ingested = _voe(["ingest", str(hostile), str(names), str(archives / "mds2-2106"), "--json"], cli_env)
+    assert ingested.returncode == 0 and "Traceback" not in ingested.stderr, ingested.stderr
+    assert json.loads(ingested.stdout)["defects"]["value_not_storable"] >= 4  # title, size, mediaType, file name
+
+    pkg, crate = tmp_path / "pkg", tmp_path / "crate"
+    compiled = _voe(["compile", "-q", "--out", str(pkg)], cli_env)
+    assert compiled.returncode in (0, 1) and "Traceback" not in compiled.stderr, compiled.stderr
+    assert len(json.loads((pkg / "manifest.json").read_text())["sources"]) == 3
+    exported = _voe(["export", str(pkg), "--out", str(crate), "--include-answers", "--publisher",
+                     "https://ror.org/05xpvk416", "--publisher-name", "a lab", "--contact", "mailto:lab@example.org",
+                     "--license", "https://spdx.org/licenses/CC0-1.0.html"], cli_env)
+    assert exported.returncode == 0 and "Traceback" not in exported.stderr, exported.stderr
+    assert validate(crate).conforms
+    checked = _voe(["validate", str(crate), "--json"], cli_env)
+    assert checked.returncode == 0 and json.loads(checked.stdout) == [], checked.stdout + checked.stderr
+    rebuilt = _voe(["import-package", str(crate), "--out", str(tmp_path / "again")], cli_env)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    for path in sorted(p for p in pkg.rglob("*") if p.is_file()):
+        name = path.relative_to(pkg)
+        assert (tmp_path / "again" / name).read_bytes() == path.read_bytes(), name
