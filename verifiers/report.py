@@ -45,7 +45,7 @@ class Cell:
 
 
 Row = list[str | Cell]
-_NUMBER = re.compile(r"^[+-]?\d")  # right-aligned in HTML: numbers, intervals, "4 x 1"
+_NUMBER = re.compile(r"^([+-]?\d|-$)")  # right-aligned in HTML: numbers, intervals, "4 x 1", "-" (none)
 
 
 def _fmt(rate: dict[str, Any]) -> str:
