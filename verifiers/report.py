@@ -51,7 +51,8 @@ _NUMBER = re.compile(r"^([+-]?\d|-$)")  # right-aligned in HTML: numbers, interv
 def _fmt(rate: dict[str, Any]) -> str:
     """The headline: the mean with its clustered interval and how many clusters it rests on."""
     lo, hi = rate["ci95"]
-    return f"{rate['mean']:.3f} [{lo:.3f}, {hi:.3f}] ({rate.get('clusters', 0)} clusters)"
+    clusters = rate.get("clusters", 0)
+    return f"{rate['mean']:.3f} [{lo:.3f}, {hi:.3f}] ({clusters} cluster{'' if clusters == 1 else 's'})"
 
 
 def _passes(rate: dict[str, Any]) -> str:
