@@ -301,7 +301,8 @@ def import_inspect_cmd(log: Path, out: Path, package: Path | None, as_json: bool
               help="A run to compare every run with: paired difference of validity on the same tasks.")
 def report_cmd(runs: tuple[Path, ...], out: Path, against: Path | None) -> None:
     """Write a Markdown/HTML report for one or more scored runs: headline table with intervals,
-    per-family breakdown, failure codebook distribution, model usage (tokens, cost) and plots (PNG/SVG).
+    per-family breakdown, failure codebook distribution, model usage (tokens, cost), a sortable per-task table
+    and plots (PNG/SVG). report.html is one self-contained file (light and dark, plots inline).
 
     Reads what `voe score` wrote into each run (summary.json, scores.jsonl): no Neo4j needed; a run not scored
     yet, or changed since, is refused with the command that scores it.
@@ -319,7 +320,7 @@ def report_cmd(runs: tuple[Path, ...], out: Path, against: Path | None) -> None:
     if against is not None:
         base_summary, base = load_scored(against)
         pairs = [{**paired(s, base), "against": base_summary["policy"]} for _, s in scored]
-    path = write_report([s for s, _ in scored], out, pairs)
+    path = write_report([s for s, _ in scored], out, pairs, [t for _, t in scored])
     click.echo(f"report written to {path}")
     if "Plots not drawn" in path.read_text():
         click.echo(f"note: plots not drawn: {NO_PLOTS}", err=True)

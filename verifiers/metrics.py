@@ -44,6 +44,7 @@ t quantiles are exact for any degrees of freedom: t_{0.975, df} = scipy.stats.t.
   input always gives the same interval); each resample's statistic is Σ(cluster sums) / Σ(cluster sizes) over
   the drawn clusters; the interval is the 2.5th and 97.5th percentiles (numpy's linear interpolation).
 - `clusters` is G; `cluster_method` names the method and any degeneracy.
+- `per_pass`: the rate of each pass r_1..r_P (passes with no value left out), what the per-pass interval rests on.
 
 Clusters. Tasks that share a decision, an evidence item, a gold fact or a workflow are not independent, and the
 passes of a task are not independent of each other either. `summarize` groups trajectories by
@@ -173,6 +174,9 @@ class Rate(BaseModel):
     ci95_cluster_bootstrap: tuple[float, float]
     clusters: int
     cluster_method: str
+    # the rate of each pass, in pass order: the points a report draws beside the clustered interval (absent from
+    # summaries written before it, hence the default)
+    per_pass: list[float] = []
 
 
 ZERO_WIDTH = "zero width: the same rate on every pass, a deterministic policy; not a measure of uncertainty"
@@ -204,8 +208,8 @@ def rate(values_by_pass: dict[int, list[bool]], clusters_by_pass: dict[int, list
         degenerate = " (no variance between clusters)"
     method += degenerate
     cluster_method += degenerate
+    per = [sum(vs) / len(vs) for _, vs in sorted(values_by_pass.items()) if vs]
     if len(values_by_pass) >= 2:
-        per = [sum(vs) / len(vs) for vs in values_by_pass.values() if vs]
         m = sum(per) / len(per)
         sd = math.sqrt(sum((x - m) ** 2 for x in per) / (len(per) - 1))
         h = t975(len(per) - 1) * sd / math.sqrt(len(per))
@@ -215,7 +219,7 @@ def rate(values_by_pass: dict[int, list[bool]], clusters_by_pass: dict[int, list
         passes, passes_method = wilson(k, n), "wilson"
     return Rate(mean=mean, ci95=cluster_ci(xs, labels), count=k, n=n, method=method, ci95_passes=passes,
                 passes_method=passes_method, ci95_cluster_bootstrap=cluster_bootstrap_ci(xs, labels), clusters=g,
-                cluster_method=cluster_method)
+                cluster_method=cluster_method, per_pass=per)
 
 
 def clusters_of(tasks: dict[str, tuple[str, list[str]]]) -> dict[str, str]:

@@ -1,19 +1,58 @@
-"""`voe report`: the headline table, per-family breakdown, codebook distribution and plots for runs."""
+"""`voe report`: the headline table, per-family breakdown, codebook distribution, per-task table and plots for runs.
+
+report.html is one self-contained file (styles, plots and the sorting script inline, nothing fetched), so it reads
+the same when mailed; report.md, summaries.json and the plots as PNG and SVG are written beside it."""
 
 from __future__ import annotations
 
+import base64
 import html
 import json
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from voe.artifacts.scores import TrajectoryScore
 from voe.verifiers.metrics import CODEBOOK
+from voe.verifiers.report_plots import draw, policy_colours
+
+NO_PLOTS = "matplotlib is not installed (pip install 'voe-evidence[report]')"
+DEFINITIONS = (
+    "Definitions: `verifiers/metrics.py`. Intervals: the headline is clustered (cluster-robust standard error, "
+    "exact t quantile) over groups of tasks linked by a workflow or a gold fact: tasks that share items, "
+    "decisions or the fact their answer rests on are not independent. Beside it, the Student-t over passes "
+    "(Wilson for one pass); a policy that scores the same on every pass has a zero-width per-pass interval, "
+    "which says the policy is deterministic, not that the rate is certain.")
+CAPTIONS = {
+    "validity": "Evidence-grounded validity of each policy: one hollow dot per pass, the mean (diamond) with its "
+                "95% interval clustered by workflow and gold fact.",
+    "by_family": "Evidence-grounded validity by task family, with the clustered 95% interval; a zero is drawn as a "
+                 "tick on the baseline.",
+    "codebook": "Failure codebook: how many trajectories of each policy ended under each label; the shade is the "
+                "share of the policy's trajectories.",
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A table cell: its text (Markdown and HTML), optional HTML to show instead, and the number it sorts by."""
+
+    text: str
+    markup: str | None = None
+    key: float | None = None
+
+
+Row = list[str | Cell]
+_NUMBER = re.compile(r"^([+-]?\d|-$)")  # right-aligned in HTML: numbers, intervals, "4 x 1", "-" (none)
 
 
 def _fmt(rate: dict[str, Any]) -> str:
     """The headline: the mean with its clustered interval and how many clusters it rests on."""
     lo, hi = rate["ci95"]
-    return f"{rate['mean']:.3f} [{lo:.3f}, {hi:.3f}] ({rate.get('clusters', 0)} clusters)"
+    clusters = rate.get("clusters", 0)
+    return f"{rate['mean']:.3f} [{lo:.3f}, {hi:.3f}] ({clusters} cluster{'' if clusters == 1 else 's'})"
 
 
 def _passes(rate: dict[str, Any]) -> str:
@@ -24,105 +63,211 @@ def _passes(rate: dict[str, Any]) -> str:
     return f"[{lo:.3f}, {hi:.3f}]" + (" (Wilson, one pass)" if rate.get("passes_method") == "wilson" else "")
 
 
-def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[str, Any]] | None = None) -> Path:
+def policy_names(summaries: list[dict[str, Any]]) -> list[str]:
+    """Each run's label: its policy, numbered when two runs share one, so a colour and a row name one run."""
+    seen: Counter[str] = Counter()
+    names = []
+    for s in summaries:
+        seen[s["policy"]] += 1
+        names.append(s["policy"] if seen[s["policy"]] == 1 else f"{s['policy']} ({seen[s['policy']]})")
+    return names
+
+
+def _per_pass(summary: dict[str, Any], scores: list[TrajectoryScore] | None) -> list[float]:
+    """Validity on each pass: the summary's, or from the scores for a summary written before it carried them."""
+    if summary["evidence_grounded_valid"].get("per_pass"):
+        return list(summary["evidence_grounded_valid"]["per_pass"])
+    if not scores:
+        return [summary["evidence_grounded_valid"]["mean"]]
+    passes: dict[int, list[bool]] = defaultdict(list)
+    for s in scores:
+        passes[s.pass_index].append(s.valid)
+    return [sum(v) / len(v) for _, v in sorted(passes.items())]
+
+
+def task_rows(names: list[str], scores: list[list[TrajectoryScore]]) -> list[Row]:
+    """One row per task and run: validity over the passes, the mean cost score, the codebook labels."""
+    rows: list[Row] = []
+    colours = policy_colours(names)
+    for name, run in zip(names, scores, strict=True):
+        tasks: dict[str, list[TrajectoryScore]] = defaultdict(list)
+        for s in run:
+            tasks[s.task_id].append(s)
+        for task, ts in sorted(tasks.items()):
+            valid = sum(s.valid for s in ts)
+            labels = Counter(s.label for s in ts).most_common()
+            rows.append([task, ts[0].family, _swatch(name, colours[name]),
+                         Cell(f"{valid}/{len(ts)}", key=valid / len(ts)),
+                         f"{sum(s.cost_score for s in ts) / len(ts):.3f}",
+                         ", ".join(label if c == 1 else f"{label} \u00d7{c}" for label, c in labels)])
+    return rows
+
+
+def _swatch(name: str, colour: str) -> Cell:
+    return Cell(name, f'<span class=swatch style="background:{colour}"></span>{html.escape(name)}')
+
+
+def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[str, Any]] | None = None,
+                 scores: list[list[TrajectoryScore]] | None = None) -> Path:
     """The report of scored runs; `paired` holds each run's paired difference of validity against a chosen run
-    (`voe report --against`), in the order of `summaries`. The plots need matplotlib (the `report` extra); without
-    it the report holds the tables and says how to get the plots."""
+    (`voe report --against`) and `scores` each run's trajectory scores (the per-task table and, for summaries
+    without them, the per-pass rates), both in the order of `summaries`. The plots need matplotlib (the `report`
+    extra); without it the report holds the tables and says how to get the plots."""
     out.mkdir(parents=True, exist_ok=True)
+    names = policy_names(summaries)
+    colours = policy_colours(names)
+    policy = [_swatch(n, colours[n]) for n in names]
     head = ["policy", "tasks x passes", "evidence-grounded valid (clustered 95% CI)", "per-pass 95% CI", "action valid",
             "useful precision", "evidence regret", "cost score", "over-submit"]
-    rows = [[s["policy"], f"{s['tasks']} x {s['passes']}", _fmt(s["evidence_grounded_valid"]),
-             _passes(s["evidence_grounded_valid"]),
-             f"{s['action_valid']['mean']:.3f}", f"{s['useful_precision']:.3f}", f"{s['evidence_regret']:.2f}",
-             f"{s['cost_score']:.3f}", f"{s['over_submit']:.3f}"] for s in summaries]
+    rows: list[Row] = [
+        [p, f"{s['tasks']} x {s['passes']}", _fmt(s["evidence_grounded_valid"]), _passes(s["evidence_grounded_valid"]),
+         f"{s['action_valid']['mean']:.3f}", f"{s['useful_precision']:.3f}", f"{s['evidence_regret']:.2f}",
+         f"{s['cost_score']:.3f}", f"{s['over_submit']:.3f}"] for p, s in zip(policy, summaries, strict=True)]
     families = sorted({f for s in summaries for f in s["by_family"]})
-    fam_head = ["family", *[s["policy"] for s in summaries]]
-    fam_rows = [[f, *[(_fmt(s["by_family"][f]["evidence_grounded_valid"]) if f in s["by_family"] else "-")
-                      for s in summaries]] for f in families]
-    code_head = ["label", *[s["policy"] for s in summaries]]
-    code_rows = [[c, *[str(s["codebook"].get(c, 0)) for s in summaries]] for c in CODEBOOK]
+    fam_rows: list[Row] = [[f, *[(_fmt(s["by_family"][f]["evidence_grounded_valid"]) if f in s["by_family"] else "-")
+                                 for s in summaries]] for f in families]
+    code_rows: list[Row] = [[c, *[str(s["codebook"].get(c, 0)) for s in summaries]] for c in CODEBOOK]
     usage_head = ["policy", "model calls", "tokens in", "tokens out", "cost (USD)"]
-    usage_rows = [[s["policy"], *[("-" if s.get("usage", {}).get(k) is None else str(s["usage"][k]))
-                                  for k in ("calls", "tokens_in", "tokens_out", "cost")]] for s in summaries]
+    usage_rows: list[Row] = [[p, *[("-" if s.get("usage", {}).get(k) is None else str(s["usage"][k]))
+                                   for k in ("calls", "tokens_in", "tokens_out", "cost")]]
+                             for p, s in zip(policy, summaries, strict=True)]
     pair_head = ["policy", "against", "tasks", "mean difference (95% CI)", "only this valid", "only the other valid"]
-    pair_rows = [[s["policy"], p["against"], str(p["tasks"]),
-                  f"{p.get('mean_difference', 0.0):+.3f} [{p['ci95'][0]:+.3f}, {p['ci95'][1]:+.3f}]" if p["tasks"] else "-",
-                  str(p.get("a_only_valid", 0)), str(p.get("b_only_valid", 0))]
-                 for s, p in zip(summaries, paired or [], strict=False)]
+    pair_rows: list[Row] = [
+        [p, pr["against"], str(pr["tasks"]),
+         f"{pr.get('mean_difference', 0.0):+.3f} [{pr['ci95'][0]:+.3f}, {pr['ci95'][1]:+.3f}]" if pr["tasks"] else "-",
+         str(pr.get("a_only_valid", 0)), str(pr.get("b_only_valid", 0))]
+        for p, pr in zip(policy, paired or [], strict=False)]
+    task_head = ["task", "family", "policy", "valid passes", "cost score", "codebook label"]
+    tasks = task_rows(names, scores) if scores is not None else []
 
-    def md(h: list[str], r: list[list[str]]) -> str:
-        return "\n".join(["| " + " | ".join(h) + " |", "|" + "---|" * len(h)] + ["| " + " | ".join(x) + " |" for x in r])
-
-    drawn = _plots(summaries, families, out)
-    images_md = ("![validity](validity.png)\n\n![by family](by_family.png)" if drawn else
-                 f"Plots not drawn: {NO_PLOTS}.")
-    images_html = ("<p><img src=validity.png> <img src=by_family.png></p>" if drawn else
-                   f"<p>Plots not drawn: {html.escape(NO_PLOTS)}.</p>")
-
-    text = "\n\n".join([
-        "# voe run report", "## Headline", md(head, rows), "## By family (evidence-grounded valid, 95% CI)",
-        md(fam_head, fam_rows), "## Failure codebook (trajectories per label)", md(code_head, code_rows),
-        "## Model usage", md(usage_head, usage_rows),
-        *(["## Paired difference of validity (per task, mean over passes)", md(pair_head, pair_rows)] if paired else []),
-        images_md,
-        "Definitions: `verifiers/metrics.py`. Intervals: the headline is clustered (cluster-robust standard error, "
-        "exact t quantile) over groups of tasks linked by a workflow or a gold fact: tasks that share items, "
-        "decisions or the fact their answer rests on are not independent. Beside it, the Student-t over passes "
-        "(Wilson for one pass); a policy that scores the same on every pass has a zero-width per-pass interval, "
-        "which says the policy is deterministic, not that the rate is certain.", ""])
-    (out / "report.md").write_text(text)
-
-    def table(h: list[str], r: list[list[str]]) -> str:
-        cells = "".join(f"<th>{html.escape(x)}</th>" for x in h)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in r)
-        return f"<table border=1 cellpadding=4><tr>{cells}</tr>{body}</table>"
-
-    (out / "report.html").write_text(
-        "<!doctype html><meta charset=utf-8><title>voe run report</title><h1>voe run report</h1>"
-        f"<h2>Headline</h2>{table(head, rows)}<h2>By family</h2>{table(fam_head, fam_rows)}"
-        f"<h2>Failure codebook</h2>{table(code_head, code_rows)}<h2>Model usage</h2>{table(usage_head, usage_rows)}"
-        + (f"<h2>Paired difference of validity</h2>{table(pair_head, pair_rows)}" if paired else "") +
-        images_html)
+    per_pass = [_per_pass(s, scores[i] if scores else None) for i, s in enumerate(summaries)]
+    drawn = draw(summaries, names, per_pass, out)
+    sections: list[tuple[str, list[str], list[Row], str | None]] = [
+        ("Headline", head, rows, "validity"),
+        ("By family (evidence-grounded valid, 95% CI)", ["family", *names], fam_rows, "by_family"),
+        ("Failure codebook (trajectories per label)", ["label", *names], code_rows, "codebook"),
+        ("Model usage", usage_head, usage_rows, None),
+        *([("Paired difference of validity (per task, mean over passes)", pair_head, pair_rows, None)] if paired else []),
+    ]
+    (out / "report.md").write_text(_markdown(sections, drawn, bool(tasks)))
+    (out / "report.html").write_text(_html(sections, drawn, out, (task_head, tasks), summaries))
     (out / "summaries.json").write_text(json.dumps(summaries, indent=2) + "\n")
     return out / "report.md"
 
 
-NO_PLOTS = "matplotlib is not installed (pip install 'voe-evidence[report]')"
+def _markdown(sections: list[tuple[str, list[str], list[Row], str | None]], drawn: bool, tasks: bool) -> str:
+    def md(h: list[str], r: list[Row]) -> str:
+        cells = [[_text(c) for c in row] for row in r]
+        return "\n".join(["| " + " | ".join(h) + " |", "|" + "---|" * len(h)] + ["| " + " | ".join(x) + " |" for x in cells])
+
+    parts = ["# voe run report"]
+    for title, h, r, plot in sections:
+        parts += [f"## {title}", md(h, r)]
+        if plot and drawn:
+            parts.append(f"![{plot.replace('_', ' ')}]({plot}.png)\n\n*{CAPTIONS[plot]}*")
+    if not drawn:
+        parts.append(f"Plots not drawn: {NO_PLOTS}.")
+    if tasks:
+        parts.append("The per-task table (validity over passes, cost score and codebook label of every task and "
+                     "policy, sortable) is in report.html.")
+    return "\n\n".join([*parts, DEFINITIONS, ""])
 
 
-def _plots(summaries: list[dict[str, Any]], families: list[str], out: Path) -> bool:
-    """validity.png/.svg and by_family.png; False when matplotlib is not installed."""
-    try:
-        import matplotlib
-    except ImportError:
-        return False
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def _html(sections: list[tuple[str, list[str], list[Row], str | None]], drawn: bool, out: Path,
+          tasks: tuple[list[str], list[Row]], summaries: list[dict[str, Any]]) -> str:
+    body = []
+    for title, h, r, plot in sections:
+        body.append(f"<h2>{html.escape(title)}</h2><div class=wide>{_table(h, r)}</div>")
+        if plot and drawn:
+            body.append(_figure(plot, out))
+    if not drawn:
+        body.append(f"<p class=note>Plots not drawn: {html.escape(NO_PLOTS)}.</p>")
+    if tasks[1]:
+        body.append("<h2>Per task</h2><p class=note>One row per task and policy. Click a column header to sort "
+                    f"(again to reverse).</p><div class=scroll>{_table(*tasks, sortable=True)}</div>")
+    runs = ", ".join(f"{s['policy']}: {s['tasks']} tasks x {s['passes']} passes" for s in summaries)
+    return ("<!doctype html><html lang=en><meta charset=utf-8>"
+            "<meta name=viewport content='width=device-width, initial-scale=1'><title>voe run report</title>"
+            f"<style>{CSS}</style><main><h1>voe run report</h1><p class=note>{html.escape(runs)}</p>"
+            + "".join(body) + f"<footer><p>{_code(html.escape(DEFINITIONS))}</p></footer></main>"
+            f"<script>{SORT_JS}</script></html>\n")
 
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    names = [s["policy"] for s in summaries]
-    means = [s["evidence_grounded_valid"]["mean"] for s in summaries]
-    errs = [[m - s["evidence_grounded_valid"]["ci95"][0] for m, s in zip(means, summaries, strict=True)],
-            [s["evidence_grounded_valid"]["ci95"][1] - m for m, s in zip(means, summaries, strict=True)]]
-    ax.bar(names, means, yerr=errs, capsize=4, color="#4a7ab5")
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("evidence-grounded valid")
-    ax.tick_params(axis="x", rotation=20)
-    fig.tight_layout()
-    fig.savefig(out / "validity.png", dpi=120)
-    fig.savefig(out / "validity.svg")
-    plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(9.5, 4))
-    width = 0.8 / max(1, len(summaries))
-    for i, s in enumerate(summaries):
-        vals = [s["by_family"].get(f, {}).get("evidence_grounded_valid", {}).get("mean", 0.0) for f in families]
-        ax.bar([j + i * width for j in range(len(families))], vals, width=width, label=s["policy"])
-    ax.set_xticks([j + width * (len(summaries) - 1) / 2 for j in range(len(families))], families, rotation=20)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("evidence-grounded valid")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: bars reach 1.0
-    fig.tight_layout()
-    fig.savefig(out / "by_family.png", dpi=120)
-    plt.close(fig)
-    return True
+def _code(text: str) -> str:
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+
+
+def _figure(plot: str, out: Path) -> str:
+    """The PNG inline as a data: URI, so the page needs no file beside it; the SVG beside it is for papers."""
+    data = base64.b64encode((out / f"{plot}.png").read_bytes()).decode("ascii")
+    caption = html.escape(CAPTIONS[plot])
+    return (f"<figure><img src='data:image/png;base64,{data}' alt='{caption}'>"
+            f"<figcaption>{caption} Also as <code>{plot}.png</code> and <code>{plot}.svg</code>.</figcaption></figure>")
+
+
+def _text(c: str | Cell) -> str:
+    return c.text if isinstance(c, Cell) else c
+
+
+def _table(head: list[str], rows: list[Row], sortable: bool = False) -> str:
+    def td(c: str | Cell) -> str:
+        cell = c if isinstance(c, Cell) else Cell(c)
+        key = f" data-v={cell.key:.6g}" if cell.key is not None else ""
+        num = " class=num" if _NUMBER.match(cell.text) else ""
+        return f"<td{num}{key}>{cell.markup or html.escape(cell.text)}</td>"
+
+    aligned = [bool(rows) and all(_NUMBER.match(_text(r[i])) for r in rows) for i in range(len(head))]
+    cells = "".join(f"<th scope=col{' class=num' if a else ''}>{html.escape(h)}</th>"
+                    for h, a in zip(head, aligned, strict=True))
+    body = "".join("<tr>" + "".join(td(c) for c in row) + "</tr>" for row in rows)
+    return f"<table{' class=sortable' if sortable else ''}><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
+
+
+# light and dark by the reader's setting; the plots keep their white ground in both, as printed figures do
+CSS = """
+:root{color-scheme:light dark;--bg:#ffffff;--fg:#1b1f24;--muted:#57606a;--rule:#d0d7de;--head:#f3f5f7;--stripe:#f8f9fa}
+@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9da7b3;--rule:#30363d;--head:#161b22;
+--stripe:#121820}}
+body{margin:0;background:var(--bg);color:var(--fg);
+font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
+main{max-width:1180px;margin:0 auto;padding:24px 32px 48px}
+h1{font-size:1.7em;margin:0 0 2px}
+h2{font-size:1.2em;margin:2em 0 .6em;padding-bottom:4px;border-bottom:1px solid var(--rule)}
+.note,figcaption,footer{color:var(--muted)}
+table{border-collapse:collapse;font-size:13px;margin:8px 0 16px;font-variant-numeric:tabular-nums}
+th,td{padding:5px 10px;border-bottom:1px solid var(--rule);text-align:left;vertical-align:bottom}
+td{white-space:nowrap}
+th{background:var(--head);font-weight:600;position:sticky;top:0;min-width:4em}
+.num{text-align:right}
+.wide{overflow-x:auto}
+tbody tr:nth-child(even){background:var(--stripe)}
+.swatch{display:inline-block;width:.8em;height:.8em;border-radius:2px;margin-right:6px;vertical-align:-1px}
+figure{margin:16px 0 8px}
+figure img{display:block;max-width:100%;height:auto;background:#fff;border:1px solid var(--rule);border-radius:6px;
+padding:10px;box-sizing:border-box}
+figcaption{font-size:13px;margin-top:6px}
+.scroll{max-height:640px;overflow:auto;border:1px solid var(--rule);border-radius:6px}
+.scroll table{margin:0;width:100%}
+table.sortable th{cursor:pointer;user-select:none}
+table.sortable th[aria-sort=ascending]::after{content:" \\25B2"}
+table.sortable th[aria-sort=descending]::after{content:" \\25BC"}
+code{font:13px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+footer{margin-top:3em;font-size:13px;border-top:1px solid var(--rule)}
+"""
+
+# click a header: sort by its column (data-v where a cell has one, numbers as numbers), again to reverse
+SORT_JS = """
+document.querySelectorAll("table.sortable").forEach(t => t.querySelectorAll("th").forEach((th, i) =>
+  th.addEventListener("click", () => {
+    const up = th.getAttribute("aria-sort") !== "ascending";
+    t.querySelectorAll("th").forEach(h => h.removeAttribute("aria-sort"));
+    th.setAttribute("aria-sort", up ? "ascending" : "descending");
+    const key = r => r.cells[i].dataset.v ?? r.cells[i].textContent;
+    const rows = [...t.tBodies[0].rows].sort((a, b) => {
+      const x = key(a), y = key(b);
+      const d = isNaN(x) || isNaN(y) ? x.localeCompare(y, undefined, {numeric: true}) : x - y;
+      return up ? d : -d;
+    });
+    t.tBodies[0].append(...rows);
+  })));
+"""

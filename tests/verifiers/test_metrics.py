@@ -226,3 +226,10 @@ def test_clusters_join_tasks_that_share_a_workflow_or_a_gold_fact() -> None:
     got = clusters_of(tasks)
     assert got["t1"] == got["t2"] == got["t3"] == "wf:a"  # t3's workflow is joined through the shared fact
     assert got["t4"] == "wf:c" and got["t5"] == "wf:d"
+
+
+def test_a_rate_carries_the_rate_of_each_pass_in_pass_order() -> None:
+    r = rate({2: [True, True], 0: [False, True], 1: [False, False]})
+    assert r.per_pass == [0.5, 0.0, 1.0]  # what a report draws as one point per pass
+    assert rate({0: [True, False, False, True]}).per_pass == [0.5]
+    assert rate({}).per_pass == []
