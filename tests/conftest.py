@@ -116,3 +116,15 @@ def package(_session_graph: Graph, archives: Path, tmp_path_factory: pytest.Temp
     pkg = tmp_path_factory.mktemp("shared") / "pkg"
     compile_package(graph, pkg)
     yield pkg
+
+
+LLM_SECRET = "sk-test-5ecret-never-written"  # tests assert it is never written anywhere
+
+
+@pytest.fixture
+def llm_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An OpenAI-style client that reads only what the test gives it: a known key, no base URL from the
+    developer's shell, and a response cache of its own (a shared cache would answer from another test)."""
+    monkeypatch.setenv("OPENAI_API_KEY", LLM_SECRET)
+    monkeypatch.setenv("VOE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

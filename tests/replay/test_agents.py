@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import LLM_SECRET as SECRET
 from tests.llm_server import LocalLLMServer, Reply
 from voe.artifacts.package import TaskAnswer, TaskView, load_package
 from voe.artifacts.run import TrajectorySummary
@@ -28,14 +29,7 @@ from voe.replay.agent_run import Part, RunStopped, _load_parts, run_agent
 from voe.replay.runner import run_policy
 from voe.verifiers.score import score_run
 
-SECRET = "sk-test-5ecret-never-written"
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    monkeypatch.setenv("VOE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+pytestmark = pytest.mark.usefixtures("llm_env")  # tests/conftest.py: a known key, a cache of its own
 
 
 class Tasks:

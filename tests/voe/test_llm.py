@@ -11,17 +11,11 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import LLM_SECRET as SECRET
 from tests.llm_server import LocalLLMServer, Reply
 from voe.llm import Budget, ChatClient, ResponseCache, ResponseLog, Settings
 
-SECRET = "sk-test-5ecret-never-written"
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    monkeypatch.setenv("VOE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+pytestmark = pytest.mark.usefixtures("llm_env")  # tests/conftest.py: a known key, a cache of its own
 
 
 def answer(body: dict[str, Any], index: int) -> Reply:
