@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from voe import __version__
-from voe.errors import UsageError, VoeError
+from voe.errors import VoeError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,17 +43,18 @@ def echo_errors(report: Any) -> None:
 
 
 def claim_out(out: Path, *, force: bool, resume: bool | None = None) -> None:
-    """An --out folder that already holds something is refused unless the user said what to do with it: `--force`
-    replaces it, `--resume` (None: the command has no such flag) continues it. A run is never overwritten without
-    a word; the replacing itself is the command's (it writes aside and swaps, so an interrupt loses nothing)."""
-    if force or resume or not out.exists() or (out.is_dir() and not any(out.iterdir())):
-        return
-    hint = "--force replaces it" + ("; --resume continues an interrupted agent run" if resume is not None else "")
-    raise UsageError(f"{out} exists and is not empty: {hint}")
+    """A run's --out, by the one rule of voe/artifacts/outdir.py: refused when it holds something, unless `--force`
+    (an earlier run only) or `--resume` (None: the command has no such flag)."""
+    from voe.artifacts.outdir import RUN_MARKERS
+    from voe.artifacts.outdir import claim_out as claim
+
+    claim(out, markers=RUN_MARKERS, what="run", force=force, resume=resume)
 
 
 def force_option(fn: F) -> F:
-    return click.option("--force", is_flag=True, help="Replace --out if it exists (else an existing one is refused).")(fn)
+    return click.option("--force", is_flag=True,
+                        help="Replace the earlier run in --out (a folder holding run.json or an agent's "
+                             "run.plan.json); any other folder that is not empty is refused.")(fn)
 
 
 def log_to_stderr(enabled: bool) -> Callable[[str], None]:

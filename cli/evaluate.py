@@ -98,10 +98,10 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
     if resume and not policy.startswith("openai:"):
         raise UsageError("--resume continues an agent run (openai:MODEL); other policies run whole in seconds")
     claim_out(out, force=force, resume=resume)
-    if force and not resume and policy.startswith("openai:") and out.exists():
-        import shutil
+    if force and not resume and policy.startswith("openai:"):
+        from voe.artifacts.outdir import clear_for_rewrite
 
-        shutil.rmtree(out)  # an agent run writes in place (its parts are what --resume continues)
+        clear_for_rewrite(out)  # an agent run writes in place (its parts are what --resume continues)
     if policy.startswith("openai:"):
         from voe.llm import Settings, load_prices
         from voe.replay.agent_run import run_agent
@@ -247,6 +247,10 @@ def serve_cmd(package: Path, out: Path, transport: str, port: int, passes: int, 
     except ImportError as exc:
         raise UsageError(f"voe serve needs the MCP SDK: pip install 'voe-evidence[mcp]' ({exc})") from exc
     claim_out(out, force=force)
+    if force:
+        from voe.artifacts.outdir import clear_for_rewrite
+
+        clear_for_rewrite(out)  # the served run is written in place: none of an earlier run's files may stay
 
     def ready(bound: int) -> None:
         click.echo(f"voe serve: MCP over streamable HTTP at http://127.0.0.1:{bound}/mcp (run folder {out})",

@@ -146,7 +146,8 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
 @click.option("--contact", metavar="MAILTO_OR_URL",
               help="Where the --publisher is reached: mailto:ADDRESS or a URL (the crate's ContactPoint).")
 @click.option("--force", is_flag=True,
-              help="Replace an --out folder that exists and is not empty (the new export is swapped in whole).")
+              help="Replace the earlier export in --out (a folder holding ro-crate-metadata.json; the new export is "
+                   "swapped in whole); any other folder that is not empty is refused.")
 @click.option("--json", "as_json", is_flag=True, help="Print the export summary as JSON.")
 def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers: bool, date: str | None,
                license_url: str | None, publisher_id: str | None, publisher_name: str | None, contact: str | None,

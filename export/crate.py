@@ -7,14 +7,14 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from voe.artifacts.outdir import CRATE_MARKERS, claim_out, fresh_folder, swap_in
 from voe.artifacts.package import Manifest, load_package
-from voe.errors import InputError, UsageError
+from voe.errors import UsageError
 from voe.export.croissant import CONFORMS_TO as CROISSANT_CONFORMS_TO
 from voe.export.croissant import CROISSANT, JSONL, croissant_metadata, source_terms
 from voe.export.jsonld import (
@@ -208,35 +208,6 @@ def _licenses(manifest: Manifest, license_url: str | None) -> tuple[Any, list[di
                                     "description": source_terms(manifest)}]
 
 
-def _check_out(out: Path, force: bool) -> None:
-    if out.is_symlink():
-        raise InputError("the export folder is a symbolic link; name the folder itself", path=str(out))
-    if out.exists() and not out.is_dir():
-        raise InputError("the export folder is a file", path=str(out))
-    if out.is_dir() and any(out.iterdir()):
-        if not force:
-            raise InputError("the export folder exists and is not empty; choose another, or replace it with --force",
-                             path=str(out))
-        if not (out / CRATE).is_file() or out.resolve() in (Path.cwd().resolve(), Path.home().resolve(), Path("/")):
-            raise InputError(f"--force replaces an earlier export only (a folder holding {CRATE}); this folder is "
-                             "not one", path=str(out))
-
-
-def _swap_in(staging: Path, out: Path) -> None:
-    """`staging` becomes `out`; an earlier `out` is moved aside first and removed after (a rename each)."""
-    if not out.exists():
-        os.replace(staging, out)
-        return
-    old = out.with_name(f".{out.name}.{os.getpid()}.old")
-    os.replace(out, old)
-    try:
-        os.replace(staging, out)
-    except OSError:
-        os.replace(old, out)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
-
-
 def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: list[Path] | tuple[Path, ...] = (),
                    date: str | None = None, license_url: str | None = None, force: bool = False,
                    publisher: Publisher | None = None) -> ExportSummary:
@@ -256,7 +227,7 @@ def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: li
     ExportSummary."""
     published = published_date(date)  # a bad --date fails before any work
     out = Path(os.path.abspath(out))  # `.` has no name to stage beside
-    _check_out(out, force)
+    claim_out(out, markers=CRATE_MARKERS, what="export", force=force)
     views, evidence_by_id, answers, manifest = load_package(pkg)
     evidence = list(evidence_by_id.values())  # load_package keeps the file's order
     loaded = load_runs(list(runs), manifest, views, include_answers)
@@ -267,8 +238,7 @@ def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: li
     if include_answers:
         files[ANSWERS] = dump(answers_document(views, answers, manifest, verdicts))
     data_files = {n: (pkg / n).read_bytes() for n in PACKAGE_FILES if n != "answers.jsonl" or include_answers}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent))
+    staging = fresh_folder(out, ".part")
     try:
         for name, data in {**files, **data_files}.items():
             (staging / name).write_bytes(data)
@@ -291,7 +261,7 @@ def export_package(pkg: Path, out: Path, include_answers: bool = False, runs: li
         (staging / CROISSANT).write_bytes(croissant)
         (staging / CRATE).write_bytes(dump(crate_metadata(files, digest, manifest, counts, published, license_url,
                                                            data_files, croissant, training, publisher)))
-        _swap_in(staging, out)
+        swap_in(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

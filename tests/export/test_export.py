@@ -31,7 +31,7 @@ from voe.artifacts.package import (
     load_package,
 )
 from voe.artifacts.run import read_steps
-from voe.errors import InputError
+from voe.errors import InputError, UsageError
 from voe.export.crate import ExportSummary, export_package
 from voe.export.croissant import CROISSANT
 from voe.export.jsonld import (
@@ -315,7 +315,7 @@ def test_export_refuses_a_symlinked_or_non_empty_out_and_replaces_only_with_forc
     full = tmp_path / "full"
     full.mkdir()
     (full / "notes.txt").write_text("mine")
-    with pytest.raises(InputError, match="not empty.*--force"):
+    with pytest.raises(UsageError, match="not empty.*--force"):
         export_package(package, full)
     with pytest.raises(InputError, match="replaces an earlier export only"):  # not a folder of an export's
         export_package(package, full, force=True)

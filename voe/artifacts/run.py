@@ -5,9 +5,7 @@ schemas, writer and reader."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from voe.artifacts.outdir import fresh_folder, swap_in
 from voe.errors import InputError
 from voe.jsonl import read_jsonl
 from voe.versions import RUN_SCHEMA_VERSION, check, write_schemas
@@ -134,27 +133,15 @@ def write_run_files(out: Path, steps: list[StepRecord], summaries: list[Trajecto
 @contextmanager
 def staged_folder(out: Path) -> Iterator[Path]:
     """A folder written aside (beside `out`, so the swap is one rename on one file system) and swapped in whole when
-    the block ends: an interrupt or an error leaves `out` as it was, absent or the previous one, never half-written."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    the block ends: an interrupt or an error leaves `out` as it was, absent or the previous one, never half-written.
+    Whether `out` may be replaced is decided before (voe/artifacts/outdir.py claim_out)."""
+    tmp = fresh_folder(out, ".partial")
     try:
-        tmp.chmod(0o777 & ~_umask())  # as mkdir would have made it (mkdtemp's is the owner's alone)
         yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = out.with_name(f".{out.name}.replaced-{os.getpid()}") if out.exists() else None
-    if old is not None:
-        os.replace(out, old)
-    os.replace(tmp, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink()
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    swap_in(tmp, out)
 
 
 def read_run_info(run_dir: Path, content_hash: str | None = None) -> RunInfo:
