@@ -163,8 +163,7 @@ def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers
     Examples:
       voe export out/pkg --out out/crate
       voe export out/pkg --out out/crate-full --runs out/run-random --include-answers
-      voe export out/pkg --out out/crate --publisher https://ror.org/05xpvk416 \\
-        --publisher-name "National Institute of Standards and Technology" --contact mailto:data@example.org
+      voe export out/pkg --out out/crate --publisher https://ror.org/05xpvk416 --contact mailto:data@example.org
     """
     from voe.export.crate import SOURCE_TERMS, Publisher, export_package
 
