@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 from voe.ontology import Label
 
 CAPTION_MAX = 24  # one name: a file's, a location's
 WORDS_MAX = 32  # words wrap onto lines of their own: a defect kind, a title
-LINE_MAX = 12  # what a line of a node's circle holds at the style's font size
+LINE_MAX = 13  # what the middle lines of an 80px circle hold at the style's 10px font
 ELLIPSIS = "…"
 SEPARATORS = "_-./!:"
 
@@ -138,8 +139,12 @@ def short_name(labels: Iterable[str], props: Mapping[str, Any]) -> str | None:
         title = props.get("title")
         if not title:
             return None
-        # a title in words reads from its start; a path-like one ("Cross_Sections/Tracks_Results") by its end
-        return words(str(title), WORDS_MAX) if " " in str(title).strip() else middle(base_name(str(title)))
+        # a path-like title ("Cross_Sections/Tracks_Results", a document's URL) by its last segment; any title cut
+        # in the middle: sibling items differ at the end ("Scan on Bare Metal_XrayImages_Raw", "..._captioned")
+        text = str(title).strip()
+        if " " not in text:
+            text = unquote(base_name(text))
+        return middle(" ".join(text.split()), WORDS_MAX if " " in text else CAPTION_MAX)
     return None
 
 

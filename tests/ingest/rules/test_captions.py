@@ -57,6 +57,12 @@ def test_a_defect_a_record_and_an_evidence_item_read_as_words() -> None:
     assert record == "AM Bench 2025 Measurement…" and title.startswith(record.rstrip("…"))
     assert short_name(["Evidence"], {"title": "Cross_Sections/Tracks_Results"}) == "Tracks_Results"
     assert short_name(["Evidence"], {"title": "ReadMe"}) == "ReadMe"
+    # siblings that differ at the end stay apart; a document's URL reads as its file name
+    siblings = {short_name(["Evidence"], {"title": f"Scan on Bare Metal_XrayImages_{end}"})
+                for end in ("Raw", "processed_captioned", "processed_wAbsorption")}
+    assert len(siblings) == 3 and all(s is not None and len(s) <= 32 for s in siblings)
+    url = "https://www.nist.gov/system/files/documents/2025/12/18/AMB2025-06_and-07_Challenge_Results_v2.pdf"
+    assert short_name(["Evidence"], {"title": url}) == "AMB2025-06_a…ults_v2.pdf"
 
 
 def test_labels_drawn_by_a_property_of_their_own_get_none() -> None:
@@ -68,9 +74,9 @@ def test_labels_drawn_by_a_property_of_their_own_get_none() -> None:
 
 
 def test_captions_wrap_only_at_spaces_and_no_line_is_longer_than_a_circle_holds() -> None:
-    assert breakable("AMB2025-04-LHWDED-02-PrintTracker.xlsx") == "AMB2025-04- LHWDED-02- PrintTracker .xlsx"
+    assert breakable("AMB2025-04-LHWDED-02-PrintTracker.xlsx") == "AMB2025-04- LHWDED-02- PrintTracker. xlsx"
     assert breakable("p3 (72,541)") == "p3 (72,541)"
-    assert breakable("x" * 30) == "x" * 12 + " " + "x" * 12 + " " + "x" * 6
+    assert breakable("x" * 30) == "x" * 13 + " " + "x" * 13 + " " + "x" * 4
     for text in ("20241015_AMB….csv.sha256", "…/12/checksum/hash", "sidecar checksum mismatch"):
         shown = breakable(text)
         assert shown.replace(" ", "") == text.replace(" ", "")
