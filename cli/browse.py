@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from voe.cli.app import cli, emit_json
@@ -18,17 +20,21 @@ from voe.cli.app import cli, emit_json
               help="With TASK_ID: the verifier's side of the task (its answer, the items it binds, its decision "
                    "moment), for a curator checking a gold. Never show it to a policy.")
 @click.option("--style", "show_style", is_flag=True, help="Print the Browser style (GraSS) to paste after `:style`.")
+@click.option("--bundle", "bundle_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write the Browser with voe's style and guide (DIR/neo4j-browser.zip) for a server voe does not "
+                   "start: docker-compose.yml serves it from ./.voe-browser (see docs/guide/review.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print the URL, the query and the named queries as JSON.")
 def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], http_url: str | None, answers: bool,
-               show_style: bool, as_json: bool) -> None:
+               show_style: bool, bundle_dir: Path | None, as_json: bool) -> None:
     """Print the Neo4j Browser URL that opens with a review query ready to run.
 
     With TASK_ID: the task's menu, the evidence behind it and the source locations of its facts (the task as a
     row of what a policy sees: the review queries draw nothing of the verifier's side; --answers shows it).
     Other named queries (--query): record_defects (--param ark=...), admission (--param package=...),
     trajectory (--param trajectory_id=...), tasks (--param package=...). The Browser connects to
-    NEO4J_URI as neo4j; the password of a local server of `voe db up` is printed beside the URL
-    (the Browser asks for it once). --style prints ontology/browser.grass for `:style`.
+    NEO4J_URI as NEO4J_USER (neo4j); the password of a local server of `voe db up` is printed beside the URL
+    (the Browser asks for it once). --style prints ontology/browser.grass for `:style`; --bundle DIR writes the
+    Browser with voe's style and guide for a server started otherwise (docker-compose.yml).
 
     \b
     Examples:
@@ -36,6 +42,7 @@ def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], h
       voe browse TASK_ID --answers
       voe browse --query record_defects --param ark=ark:/88434/mds2-4103
       voe browse --style
+      voe browse --bundle .voe-browser
     """
     from voe.browse import browser_url, named_queries, query_text, style
     from voe.config import Neo4jSettings, local_instance, local_password
@@ -44,6 +51,9 @@ def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], h
 
     if show_style:
         click.echo(style())
+        return
+    if bundle_dir is not None:
+        _write_bundle(bundle_dir, as_json)
         return
     values = {}
     for p in params:
@@ -63,9 +73,13 @@ def browse_cmd(task_id: str | None, name: str | None, params: tuple[str, ...], h
     if http_url is None:
         local = local_instance(conn.uri, settings().cache_dir)
         http_url = f"http://127.0.0.1:{local.http_port}" if local is not None else "http://127.0.0.1:7474"
-    url = browser_url(http_url, conn.uri, query, conn.user if conn.password else None)
+    # the Browser signs in as the user whether voe holds a password or not: a server voe did not start
+    # (docker-compose.yml's) requires one, and one running without authentication takes any, where the Browser's
+    # "no authentication" fails against a server that requires it
+    user = conn.user
+    url = browser_url(http_url, conn.uri, query, user)
     if as_json:
-        emit_json({"url": url, "query": query, "queries": named_queries(), "user": conn.user if conn.password else None})
+        emit_json({"url": url, "query": query, "queries": named_queries(), "user": user})
         return
     click.echo(url)
     if conn.password and conn.password == local_password(conn.uri, settings().cache_dir):
@@ -88,3 +102,21 @@ def _check_task(task_id: str, uri: str) -> None:
         if not graph.query("stats/task_known", task_id=task_id)[0]["tasks"]:
             raise UsageError(f"the graph at {uri} holds no task {task_id!r}; `voe browse --query tasks "
                              "--param package=CONTENT_HASH` lists a package's tasks (tasks.jsonl names them too)")
+
+
+def _write_bundle(out: Path, as_json: bool) -> None:
+    """The Browser of the Neo4j version voe runs (its jar fetched once, as `voe db up` does) with voe's style and
+    guide under browser/voe/, for a server that serves `out` as its web folder (docker-compose.yml)."""
+    from voe.browse import GUIDE_PATH, STYLE_PATH, browser_bundle
+    from voe.errors import ServerError
+    from voe.neo4j_server import LocalNeo4j
+
+    bundle = browser_bundle(LocalNeo4j().resolve(), out)
+    if bundle is None:
+        raise ServerError("the Neo4j jars voe fetched hold no Browser jar (neo4j-browser-*.jar)")
+    if as_json:
+        emit_json({"bundle": str(bundle), "style": f"browser/{STYLE_PATH}", "guide": f"browser/{GUIDE_PATH}"})
+        return
+    click.echo(str(bundle))
+    click.echo(f"served from {out} as internal.dbms.web_dir_path (docker-compose.yml mounts ./.voe-browser there)",
+               err=True)

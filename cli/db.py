@@ -211,3 +211,23 @@ def db_clear(yes: bool) -> None:
             click.confirm(f"Delete the whole graph at {graph.settings.uri}?", abort=True)
         graph.clear()
     click.echo("graph cleared")
+
+
+@db.command("captions")
+def db_captions() -> None:
+    """Give the nodes of a graph an earlier voe ingested their Browser captions.
+
+    Ingest writes a short `caption` on files, components, source locations, defects, records and evidence
+    (ontology/browser.grass draws it); nodes ingested before have none and draw blank. This writes the captions
+    the current ingest would, without re-ingesting (the records keep their stamps).
+
+    \b
+    Examples:
+      voe db captions
+    """
+    from voe.graph import Graph
+    from voe.ingest.write.captions import fill_captions
+
+    with Graph() as graph:
+        graph.verify()
+        click.echo(f"{fill_captions(graph)} nodes captioned")

@@ -41,6 +41,7 @@ from voe.ingest.payloads.files import (
 from voe.ingest.payloads.parse_ahead import ParseAhead, Workers
 from voe.ingest.payloads.parsers.model import Fact, Parsed
 from voe.ingest.rules import ids
+from voe.ingest.rules.captions import add_captions
 from voe.ingest.rules.defects import RULES
 from voe.ingest.rules.evidence import evidence_kind
 from voe.ontology import Label, Rel
@@ -175,6 +176,9 @@ def _value_at(doc: Any, pointer: str) -> Any:
 
 
 def stamp_rows(nodes: list[NodeRow], edges: list[EdgeRow], stamp: str) -> None:
+    """The stamp on a record's rows, and each node's Browser caption: every builder ends here, whole or
+    streamed, so the caption is made from the node's final properties the same way on every path."""
+    add_captions(nodes)
     for node in nodes:
         if "record_id" in node.props:
             node.props["ingest_stamp"] = stamp

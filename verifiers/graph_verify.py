@@ -31,8 +31,9 @@ EDGE_BATCH_TRAJECTORIES = 50
 # How a run's trajectories sit in the graph, kept on the Run node: a run written in another shape is rewritten even
 # from the same files. Shape 1 had a Step node per step, with HAS_STEP, REQUESTED and TERMINATED_WITH edges; shape 2
 # folded the steps into list properties of the trajectory; shape 3 drops the trajectory's copies of what the graph
-# holds once elsewhere (task_id: its ATTEMPTS edge; policy: its Run; steps: the length of its step lists).
-GRAPH_SHAPE = 3
+# holds once elsewhere (task_id: its ATTEMPTS edge; policy: its Run; steps: the length of its step lists); shape 4
+# puts on each REQUESTED edge the step `t` that asked (the Browser draws the requests in order).
+GRAPH_SHAPE = 4
 T = TypeVar("T")
 ASKED = ("revealed", "unavailable")  # the outcomes of a request the environment answered
 
@@ -227,10 +228,20 @@ def _wait(pending: Callable[[], dict[str, Any]], whole: bool) -> dict[str, Any]:
         raise _NotInOrder from None
 
 
+def _first_asked(steps: list[dict[str, Any]]) -> dict[str, int]:
+    """Evidence id -> the step (t) that first asked for it and was answered, in the order of the steps."""
+    first: dict[str, int] = {}
+    for t, s in enumerate(steps):
+        if s["outcome"] in ASKED:
+            first.setdefault(s["evidence_id"], t)
+    return first
+
+
 def _row(tr: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
     return {"task_id": tr["task_id"],
             # once per evidence object, as MERGE would (the environment answers a repeat as a duplicate)
-            "requested": list(dict.fromkeys([s["evidence_id"] for s in steps if s["outcome"] in ASKED])),
+            "requested": list(first := _first_asked(steps)),
+            "requested_t": list(first.values()),
             # every property a trajectory holds costs its commit (a third of `voe score` for request_everything):
             # what the graph holds elsewhere is not copied here (GRAPH_SHAPE)
             "props": {"id": tr["trajectory_id"], "pass_index": tr["pass_index"], "end": tr["end"],

@@ -22,9 +22,11 @@ CREATE (tr)-[:IN_RUN]->(run)
 CREATE (tr)-[:ATTEMPTS]->(t)
 WITH run, tr, t, row, evidence
 CALL (tr, row, evidence) {
-  UNWIND row.requested AS k
-  WITH tr, k, evidence[k][0] AS e WHERE e IS NOT NULL
-  CREATE (tr)-[:REQUESTED]->(e)
+  UNWIND range(0, size(row.requested) - 1) AS i
+  WITH tr, row.requested[i] AS k, row.requested_t[i] AS t
+  WITH tr, k, t, evidence[k][0] AS e WHERE e IS NOT NULL
+  // t: the step that asked, so a drawing of the trajectory reads its requests in order
+  CREATE (tr)-[:REQUESTED {t: t}]->(e)
   // the ids of what was just linked, the very ids the evidence was matched by: the verifier reads the ids of
   // the REQUESTED edges' ends without going back to the graph for them (a third of a verify query's time)
   RETURN count(*) AS requested, collect($evidence[k]) AS pulled

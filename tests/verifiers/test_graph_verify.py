@@ -1,7 +1,7 @@
 """The verifier's graph writes: the batched CREATE of a run's trajectories (steps as list properties, a
-REQUESTED edge per evidence object a step was answered with) gives exactly the nodes, properties and edges the generic
-writer gives, a run scored in the earlier shape (Step nodes) is rewritten, and a run that names a task the
-graph lacks is refused whole."""
+REQUESTED edge per evidence object a step was answered with, `t` the step that first asked) gives exactly the
+nodes, properties and edges the generic writer gives, a run scored in an earlier shape (Step nodes, no `t`) is
+rewritten, and a run that names a task the graph lacks is refused whole."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ def _generic_write(graph: Graph, run_dir: Path) -> str:
     info = json.loads((run_dir / "run.json").read_text())
     run_id = info["run_id"]
     nodes = [NodeRow(run_id, (Label.RUN,), {**{k: info[k] for k in ("policy", "passes", "seed", "content_hash", "tasks")},
-                                            "files_sha256": "written by the generic writer", "graph_shape": 3})]
+                                            "files_sha256": "written by the generic writer",
+                                            "graph_shape": graph_verify.GRAPH_SHAPE})]
     edges: list[EdgeRow] = []
     steps: dict[str, list[dict[str, Any]]] = {}
     for s in read_jsonl(run_dir / "steps.jsonl"):
@@ -49,8 +50,11 @@ def _generic_write(graph: Graph, run_dir: Path) -> str:
             "step_evidence_id": [s["evidence_id"] or "" for s in own]}))
         edges.append(EdgeRow(Rel.IN_RUN, tid, Label.TRAJECTORY, run_id, Label.RUN))
         edges.append(EdgeRow(Rel.ATTEMPTS, tid, Label.TRAJECTORY, tr["task_id"], Label.TASK))
-        edges += [EdgeRow(Rel.REQUESTED, tid, Label.TRAJECTORY, s["evidence_id"], Label.EVIDENCE)
-                  for s in own if s["outcome"] in ("revealed", "unavailable")]
+        first: dict[str, int] = {}  # the step that first asked for each evidence object: the edge's `t`
+        for s in own:
+            if s["outcome"] in ("revealed", "unavailable"):
+                first.setdefault(s["evidence_id"], s["t"])
+        edges += [EdgeRow(Rel.REQUESTED, tid, Label.TRAJECTORY, e, Label.EVIDENCE, {"t": t}) for e, t in first.items()]
     graph.execute("verifiers/clear_run", run_id=run_id)
     with graph.writer() as w:
         w.nodes(nodes)
@@ -284,6 +288,27 @@ def test_a_run_scored_in_the_step_node_shape_is_rewritten_in_the_list_shape(pack
     assert _shape(graph, run_id) == expected
     with graph._driver.session(database=graph.settings.database) as session:
         assert session.run("MATCH (s:Step) RETURN count(s) AS n").single()["n"] == 0  # type: ignore[index]
+
+
+def test_a_run_scored_in_shape_3_gets_the_step_of_each_request(package: Path, _session_graph: Graph,
+                                                                tmp_path: Path) -> None:
+    """Shape 3's REQUESTED edges had no `t`: scoring the same files again writes each with the step that first
+    asked (the Browser's trajectory view draws them in that order)."""
+    graph = _session_graph
+    run = tmp_path / "run"
+    run_policy(package, "request_everything", 1, 0, run)
+    run_id = write_run(graph, run)
+    expected = _shape(graph, run_id)
+    assert [r for r in expected if r["r"]] and all(isinstance(r["r"]["t"], int) for r in expected if r["r"])
+    for r in expected:
+        if r["r"]:
+            assert r["tr"]["step_evidence_id"].index(r["requested"]) == r["r"]["t"]
+    with graph._driver.session(database=graph.settings.database) as session:  # what shape 3 wrote
+        session.run("MATCH (run:Run {id: $run_id})<-[:IN_RUN]-(tr:Trajectory)-[r:REQUESTED]->() "
+                    "REMOVE r.t SET run.graph_shape = 3", run_id=run_id).consume()
+    assert _shape(graph, run_id) != expected
+    write_run(graph, run)
+    assert _shape(graph, run_id) == expected
 
 
 def test_a_run_scored_in_shape_2_loses_the_copies_shape_3_leaves_out(package: Path, _session_graph: Graph,

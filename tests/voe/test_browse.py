@@ -169,3 +169,113 @@ def test_the_browser_bundle_adds_style_and_guide_and_is_rebuilt_only_when_they_c
     cmd = post_connect_cmd(7474)
     assert cmd.split("; ") == [f"style http://localhost:7474/browser/{STYLE_PATH}",
                                f"play http://localhost:7474/browser/{GUIDE_PATH}"]
+
+
+def test_the_trajectory_view_draws_the_requests_in_step_order(_session_graph: Graph, compiled: dict[str, str]) -> None:
+    """Each REQUESTED edge carries the step that asked (`t`, the grass captions it `step t`); the paths come in
+    that order, and the steps come as rows t = 0, 1, 2, ... with the caption of what each asked for."""
+    with _session_graph._driver.session() as s:  # noqa: SLF001
+        rows = s.run(f"CYPHER 5 {query_text('trajectory', {'trajectory_id': compiled['trajectory_id']})}").data()
+        edges = s.run("MATCH (:Trajectory {id: $id})-[q:REQUESTED]->(e:Evidence) RETURN q.t AS t, e.id AS e",
+                      id=compiled["trajectory_id"]).data()
+    assert len(rows) == 1
+    steps = rows[0]["steps"]
+    assert [s["t"] for s in steps] == list(range(len(steps))) and len(edges) >= 1
+    asked = [p[2]["id"] for p in rows[0]["asked"]]  # a path is [trajectory, REQUESTED, evidence]
+    by_t = sorted(edges, key=lambda r: r["t"])
+    assert asked == [r["e"] for r in by_t]
+    for r in edges:  # the first step that asked for that evidence
+        assert steps[r["t"]]["evidence_id"] == r["e"]
+        assert all(st["evidence_id"] != r["e"] for st in steps[:r["t"]])
+        assert steps[r["t"]]["evidence"]  # its caption, for the table view
+    assert steps[-1]["action"] and not steps[-1]["evidence_id"] or steps[-1]["outcome"]
+
+
+def test_record_defects_is_one_row_per_kind_with_one_example_drawn(_session_graph: Graph,
+                                                                  compiled: dict[str, str]) -> None:
+    """mds2-4103 has 37 disagreeing sidecars and one marked invalid: two rows, not a 114-node starburst."""
+    with _session_graph._driver.session() as s:  # noqa: SLF001
+        result = s.run(f"CYPHER 5 {query_text('record_defects', {'ark': compiled['ark']})}")
+        graph = result.graph()
+        rows = result.data()
+    kinds = {r["kind"]: r for r in rows}
+    assert kinds["sidecar_checksum_mismatch"]["defects"] == 37 and kinds["sidecar_marked_invalid"]["defects"] == 1
+    assert [r["defects"] for r in rows] == sorted((r["defects"] for r in rows), reverse=True)
+    assert all(1 <= len(r["locations"]) <= 5 and 1 <= len(r["subjects"]) <= 5 for r in rows)
+    assert len(set(kinds["sidecar_checksum_mismatch"]["locations"])) == 5  # the locations read apart
+    defects = [n for n in graph.nodes if "Defect" in n.labels]
+    assert len(defects) == len(rows) and len(graph.nodes) <= 4 * len(rows) + 1
+    assert all(n["caption"] for n in graph.nodes)
+
+
+def test_the_url_signs_in_as_the_user_on_a_server_voe_did_not_start(tmp_path: Path) -> None:
+    """docker-compose.yml's server requires a password that voe may not hold: the Browser is told to ask for it
+    (basic auth, the user filled in), never to try without authentication."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEO4J_")}
+    env.update(NEO4J_URI="bolt://db.example:7687", VOE_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "voe.cli", "browse", "--query", "record_defects", "--param",
+                           "ark=ark:/88434/mds2-4103", "--json"], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    args = {k: v[0] for k, v in parse_qs(urlparse(out["url"]).query).items()}
+    assert args["preselectAuthMethod"] == "NATIVE" and args["dbms"] == "bolt://neo4j@db.example:7687"
+    assert out["url"].startswith("http://127.0.0.1:7474/browser/?") and out["user"] == "neo4j"
+
+
+def test_docker_compose_serves_the_bundle_voe_browse_writes() -> None:
+    """The compose file parses, mounts the folder `voe browse --bundle .voe-browser` writes where the server's web
+    folder setting points, and sets the post-connect command `voe db up` sets (same style and guide)."""
+    import yaml
+
+    from voe.cli.browse import browse_cmd
+
+    compose = yaml.safe_load((Path(__file__).parents[2] / "docker-compose.yml").read_text())
+    neo4j = compose["services"]["neo4j"]
+    env = neo4j["environment"]
+
+    def setting(var: str) -> str:  # the image's rule: NEO4J_ off, "_" -> ".", "__" -> "_"
+        return var.removeprefix("NEO4J_").replace("__", "\0").replace("_", ".").replace("\0", "_")
+
+    conf = {setting(k): str(v) for k, v in env.items() if k.startswith("NEO4J_") and k != "NEO4J_AUTH"}
+    assert conf["browser.post_connect_cmd"] == post_connect_cmd(7474)
+    mounts = dict(v.split(":")[:2] for v in neo4j["volumes"] if v.startswith("./"))
+    assert mounts == {"./.voe-browser": conf["internal.dbms.web_dir_path"]}
+    assert "127.0.0.1:7474:7474" in neo4j["ports"] and env["NEO4J_AUTH"].startswith("neo4j/")
+    assert ".voe-browser" in (browse_cmd.help or "") or any(".voe-browser" in (p.help or "")
+                                                             for p in browse_cmd.params if hasattr(p, "help"))
+
+
+@pytest.mark.slow
+def test_voe_browse_bundle_writes_the_browser_with_style_and_guide(tmp_path: Path) -> None:
+    import os
+    import zipfile
+
+    done = subprocess.run([sys.executable, "-m", "voe.cli", "browse", "--bundle", str(tmp_path / ".voe-browser"),
+                           "--json"], capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["bundle"] == str(tmp_path / ".voe-browser" / "neo4j-browser.zip")
+    with zipfile.ZipFile(out["bundle"]) as z:
+        assert z.read(out["style"]).decode() == style() and z.read(out["guide"]).decode() == guide_html()
+        assert "browser/index.html" in z.namelist()
+
+
+def test_voe_db_captions_gives_an_older_graph_the_captions_ingest_writes(
+        _session_graph: Graph, compiled: dict[str, str], cli_env: dict[str, str]) -> None:
+    """A graph ingested before captions draws blank nodes: `voe db captions` writes what ingest writes now."""
+    read = "MATCH (n:Node) WHERE n.caption IS NOT NULL RETURN n.id AS id, n.caption AS caption ORDER BY id"
+    with _session_graph._driver.session() as s:  # noqa: SLF001
+        before = s.run(read).data()
+        s.run("MATCH (n:Node) WHERE n.caption IS NOT NULL REMOVE n.caption").consume()
+    assert len(before) > 1000
+    done = subprocess.run([sys.executable, "-m", "voe.cli", "db", "captions"], capture_output=True, text=True,
+                          env=cli_env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{len(before)} nodes captioned"
+    with _session_graph._driver.session() as s:  # noqa: SLF001
+        assert s.run(read).data() == before
+    again = subprocess.run([sys.executable, "-m", "voe.cli", "db", "captions"], capture_output=True, text=True,
+                           env=cli_env, timeout=300)
+    assert again.stdout.strip() == "0 nodes captioned"

@@ -1,11 +1,12 @@
-"""Neo4j Browser checked as a reviewer sees it (issue 11): the real Browser served by the test's Neo4j, in
-headless Chromium (Debian's `chromium`, driven by Playwright with `executable_path`): `voe browse`'s URL opens
-connected with the query in the editor, the style captions nodes readably, two named queries draw graphs.
-Screenshots are saved. Outside CI a missing Chromium or Playwright skips with the reason; under CI=true it
-fails (.ci/run installs Chromium)."""
+"""Neo4j Browser checked as a reviewer sees it (issue 11, issue 34 item 2): the real Browser served by the test's
+Neo4j, in headless Chromium (Debian's `chromium`, driven by Playwright with `executable_path`): `voe browse`'s URL
+opens connected with the query in the editor; the default review views (task_evidence, record_defects, trajectory)
+draw every node's caption whole (the Browser cut none) and nothing of the answer. Screenshots are saved. Outside CI
+a missing Chromium or Playwright skips with the reason; under CI=true it fails (.ci/run installs Chromium)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -18,7 +19,10 @@ from voe.artifacts.package import Family, load_package
 from voe.browse import browser_url, named_queries, query_text
 from voe.graph import Graph
 from voe.ingest import ingest_paths
+from voe.ingest.rules.captions import short_name
 from voe.replay.admission import compile_package
+from voe.replay.runner import run_policy
+from voe.verifiers.score import score_run
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -44,6 +48,13 @@ def playwright_page() -> object:
 
 
 def _run(page: object, text: str) -> None:
+    """Run `text` in a stream of its own (`:clear` first), so the drawn nodes read after are this query's only."""
+    _type(page, ":clear")
+    time.sleep(0.5)
+    _type(page, text)
+
+
+def _type(page: object, text: str) -> None:
     editor = page.locator(".monaco-editor textarea").first  # type: ignore[attr-defined]
     editor.focus()
     page.keyboard.press("Control+a")  # type: ignore[attr-defined]
@@ -52,17 +63,41 @@ def _run(page: object, text: str) -> None:
 
 
 def _captions(page: object, at_least: int) -> list[str]:
+    """The caption of each drawn node as the Browser drew it: its lines (one <text> each) joined by a space."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        texts = [t.strip().rstrip(".…") for t in page.locator("svg .node text").all_text_contents()  # type: ignore[attr-defined]
-                 if t.strip()]
+        texts = [t for t in page.evaluate(DRAWN_NODES) if t]  # type: ignore[attr-defined]
         if len(texts) >= at_least:
             return texts
         time.sleep(0.5)
     return []
 
 
-@pytest.mark.timeout(300)
+DRAWN_NODES = """() => Array.from(document.querySelectorAll('svg g.node')).map(g =>
+  Array.from(g.querySelectorAll('text')).map(t => t.textContent.trim()).filter(Boolean).join(' '))"""
+DRAWN_EDGES = """() => Array.from(document.querySelectorAll('svg g.relationship text')).map(t => t.textContent.trim())"""
+
+
+def _drawn_query(graph: Graph, name: str, values: dict[str, str]) -> tuple[set[str], list[dict[str, object]]]:
+    """What a named query draws, read over Bolt: each node's caption as the style makes it, and the rows."""
+    with graph._driver.session() as s:  # noqa: SLF001 - the query as the Browser runs it
+        result = s.run(f"CYPHER 5 {query_text(name, values)}")
+        drawn = result.graph()
+        rows = result.data()
+    return {str(n.get("caption") or n.get("end") or "") for n in drawn.nodes}, rows
+
+
+def _uncut(drawn: list[str], expected: set[str]) -> None:
+    """Every drawn caption is a whole caption of the graph: the Browser cut none (it cuts with a trailing "…" a
+    word that does not fit its circle, and drops the words after it)."""
+    assert drawn and set(drawn) <= expected, (sorted(set(drawn) - expected), sorted(expected))
+
+
+def _overview(page: object) -> str:
+    return str(page.locator("text=Relationship types").first.locator("xpath=../..").inner_text())  # type: ignore[attr-defined]
+
+
+@pytest.mark.timeout(420)
 def test_the_browser_draws_a_task_and_a_record_with_readable_captions(
         _session_graph: Graph, archives: Path, tmp_path: Path, playwright_page: object) -> None:
     graph = _session_graph
@@ -70,8 +105,12 @@ def test_the_browser_draws_a_task_and_a_record_with_readable_captions(
     graph.apply_schema()
     assert ingest_paths([archives / s for s in ("mds2-4103", "mds2-2525", "mds2-2106")], graph).errors == []
     compile_package(graph, tmp_path / "pkg")
-    views, _, _, _ = load_package(tmp_path / "pkg")
+    run_policy(tmp_path / "pkg", "reference", 1, 0, tmp_path / "run")
+    score_run(graph, tmp_path / "run")
+    views, _, answers, _ = load_package(tmp_path / "pkg")
     task = views[0]
+    trajectories = [json.loads(ln) for ln in (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()]
+    trajectory = next(t for t in trajectories if t["task_id"] == task.task_id)["trajectory_id"]
     page = playwright_page
     user = graph.settings.user if graph.settings.password else None
     url = browser_url(browser_http(graph.settings.uri), graph.settings.uri,
@@ -91,22 +130,49 @@ def test_the_browser_draws_a_task_and_a_record_with_readable_captions(
     shots = tmp_path / "browser"
     shots.mkdir()
     page.screenshot(path=str(shots / "guide.png"))  # type: ignore[attr-defined]
+    # nothing of the verifier's side is drawn: no family, no decision moment, no reference class as a caption
+    families = {f.value for f in Family}
+    answer_words = families | {a.reference_class.value for a in answers.values()} | {a.decision for a in answers.values()}
+
+    expected, _ = _drawn_query(graph, "task_evidence", {"task_id": task.task_id})
     _run(page, query_text("task_evidence", {"task_id": task.task_id}))
     captions = _captions(page, len(task.menu) + 1)
     page.screenshot(path=str(shots / "task_evidence.png"))  # type: ignore[attr-defined]
     assert len(captions) >= len(task.menu) + 1, captions
-    titles = {e.title for e in task.menu}
-    assert any(any(t.startswith(c) for t in titles) for c in captions), captions  # evidence titles, cut short
+    _uncut(captions, expected)
+    shown = {c.replace(" ", "") for c in captions}
+    for entry in task.menu:  # every offered item drawn by its short name, whole
+        assert short_name(["Evidence"], {"title": entry.title}).replace(" ", "") in shown, (entry.title, captions)
+    assert any(c.startswith(("L", "/", "…/", "p", "whole file")) for c in captions), captions  # locations by place
     assert not [c for c in captions if c.startswith(("task:", "ev:", "loc:", "file:sha256", "component:"))], captions
-    # no answer on the default view: no Task node (it carries the answer), no BINDS edge, no family as a caption
-    families = {f.value for f in Family}
-    assert not families & set(captions), captions
-    overview = page.locator("text=Relationship types").first.locator("xpath=../..").inner_text()  # type: ignore[attr-defined]
+    assert not answer_words & set(captions), captions
+    overview = _overview(page)
     assert "IN_FILE" in overview and "OFFERS" not in overview and "BINDS" not in overview, overview
     assert page.get_by_text("Task (", exact=False).count() == 0  # type: ignore[attr-defined]
+
+    expected, rows = _drawn_query(graph, "record_defects", {"ark": "ark:/88434/mds2-4103"})
     _run(page, query_text("record_defects", {"ark": "ark:/88434/mds2-4103"}))
     time.sleep(2)
-    defects = _captions(page, 2)
+    defects = _captions(page, len(expected))
     page.screenshot(path=str(shots / "record_defects.png"))  # type: ignore[attr-defined]
-    assert defects and not [c for c in defects if c.startswith(("defect:", "record:"))], defects
+    _uncut(defects, expected)
+    assert len(defects) == len(expected) <= 4 * len(rows) + 1, defects  # one example per kind, not 114 nodes
+    assert {"sidecar checksum mismatch", "sidecar marked invalid"} <= set(defects), defects
+    assert not [c for c in defects if c.startswith(("defect:", "record:"))], defects
+
+    expected, rows = _drawn_query(graph, "trajectory", {"trajectory_id": trajectory})
+    _run(page, query_text("trajectory", {"trajectory_id": trajectory}))
+    time.sleep(2)
+    drawn = _captions(page, len(expected))
+    steps = sorted(page.evaluate(DRAWN_EDGES))  # type: ignore[attr-defined]
+    page.screenshot(path=str(shots / "trajectory.png"))  # type: ignore[attr-defined]
+    _uncut(drawn, expected)
+    first: dict[str, int] = {}  # each evidence item's first request: the step its edge is captioned with
+    for st in rows[0]["steps"]:  # type: ignore[index]
+        if st["evidence"]:
+            first.setdefault(st["evidence_id"], st["t"])
+    assert steps == sorted(f"step {t}" for t in first.values()) and steps, (steps, first)
+    assert not answer_words & set(drawn), drawn
+    overview = _overview(page)
+    assert "REQUESTED" in overview and "BINDS" not in overview and "ATTEMPTS" not in overview, overview
     print(f"screenshots: {shots}")
