@@ -12,6 +12,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,3 +129,28 @@ def llm_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", LLM_SECRET)
     monkeypatch.setenv("VOE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """Debian's headless Chromium driven by Playwright (what users see, as they would see it); under CI=true a
+    missing browser fails instead of skipping."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        reason = "the playwright package is not installed"
+    else:
+        if Path(CHROMIUM).exists():
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+                    "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+                yield browser
+                browser.close()
+            return
+        reason = f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+    if IN_CI:
+        pytest.fail(f"{reason} (CI=true: a missing browser is a failure, not a skip)", pytrace=False)
+    pytest.skip(reason)

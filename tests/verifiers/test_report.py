@@ -6,7 +6,6 @@ the codebook's heat map and the per-task table matching the scores; and, in head
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -15,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import IN_CI
 from tests.verifiers.test_metrics import _score
 from voe.artifacts.scores import TrajectoryScore
 from voe.verifiers.metrics import CODEBOOK, summarize
@@ -240,29 +238,6 @@ def test_without_matplotlib_the_report_keeps_its_tables_and_says_why_no_plots(tm
 
 
 # --- in a browser -------------------------------------------------------------------------------------------------
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Any:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        reason = "the playwright package is not installed"
-    else:
-        if Path(CHROMIUM).exists():
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-                    "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-                yield browser
-                browser.close()
-            return
-        reason = f"no Chromium at {CHROMIUM} (apt-get install chromium)"
-    if IN_CI:
-        pytest.fail(f"{reason} (CI=true: a missing browser is a failure, not a skip)", pytrace=False)
-    pytest.skip(reason)
-
 
 def _luminance(css: str) -> float:
     """WCAG relative luminance of an rgb()/rgba() colour."""

@@ -7,13 +7,12 @@ a missing Chromium or Playwright skips with the reason; under CI=true it fails (
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import IN_CI
 from tests.ports import browser_http
 from voe.artifacts.package import Family, load_package
 from voe.browse import browser_url, named_queries, query_text
@@ -24,27 +23,10 @@ from voe.replay.admission import compile_package
 from voe.replay.runner import run_policy
 from voe.verifiers.score import score_run
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
 
 @pytest.fixture(scope="module")
-def playwright_page() -> object:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        reason = "the playwright package is not installed"
-    else:
-        if Path(CHROMIUM).exists():
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-                    "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-                yield browser.new_page(viewport={"width": 1400, "height": 900})
-                browser.close()
-            return
-        reason = f"no Chromium at {CHROMIUM} (apt-get install chromium)"
-    if IN_CI:
-        pytest.fail(f"{reason} (CI=true: a missing browser is a failure, not a skip)", pytrace=False)
-    pytest.skip(reason)
+def playwright_page(chromium: Any) -> object:
+    return chromium.new_page(viewport={"width": 1400, "height": 900})
 
 
 def _run(page: object, text: str) -> None:
