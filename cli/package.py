@@ -169,11 +169,6 @@ def export_cmd(package: Path, out: Path, runs: tuple[Path, ...], include_answers
 
     if (publisher_name is not None or contact is not None) and publisher_id is None:
         raise UsageError("--publisher-name and --contact describe a --publisher URL: give it too")
-    if contact is not None and not contact.startswith(("mailto:", "https://", "http://")):
-        raise UsageError(f"--contact must be mailto:ADDRESS or a URL, not {contact!r}")
-    if publisher_id is not None and not publisher_id.startswith(("https://", "http://")):
-        raise UsageError(f"--publisher must be an absolute URL (a ROR id such as https://ror.org/05xpvk416 or the "
-                         f"organisation's web address), not {publisher_id!r}")
     publisher = (Publisher(id=publisher_id, name=publisher_name or publisher_id, contact=contact)
                  if publisher_id else None)
     summary = export_package(package, out, include_answers=include_answers, runs=runs, date=date,

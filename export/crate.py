@@ -172,6 +172,14 @@ class Publisher(BaseModel):
     name: str
     contact: str | None = None  # mailto:ADDRESS or a URL where the publisher is reached
 
+    def model_post_init(self, context: Any, /) -> None:
+        # a relative id would name a file of the crate, a bare address no place at all: said as the user's mistake
+        if not _absolute(self.id):
+            raise UsageError(f"--publisher must be an absolute URL (a ROR id such as https://ror.org/05xpvk416 or the "
+                             f"organisation's web address), not {self.id!r}")
+        if self.contact is not None and not (self.contact.startswith("mailto:") or _absolute(self.contact)):
+            raise UsageError(f"--contact must be mailto:ADDRESS or a URL, not {self.contact!r}")
+
     def entities(self) -> list[dict[str, Any]]:
         org: dict[str, Any] = {"@id": self.id, "@type": "Organization", "name": self.name, "url": self.id}
         if self.contact is None:
