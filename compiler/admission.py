@@ -15,8 +15,11 @@ if TYPE_CHECKING:
     from voe.compiler.catalog import Catalog
     from voe.compiler.families import Moment
 
-PROBE_LIMIT = 0.5  # the most of a package a rule probe, a null policy or a metadata classifier may get right
+PROBE_LIMIT = 0.5  # the most of a package a rule probe, a null policy or a structure classifier may get right
 TEXT_LIMIT = 0.4  # the same for the text-only classifiers and the constant ones ("always this class")
+# selection stops admitting what a probe answers once the probe is within this of its limit: a limit is met
+# with room to spare, never by filling the package up to it (DESIGN §7)
+MARGIN = 0.05
 
 Solver = Callable[["Moment"], frozenset[str]]  # a candidate -> the gated probes that are right on it
 Materialize = Callable[["Moment", "Catalog"], tuple[TaskView, TaskAnswer]]

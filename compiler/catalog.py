@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from voe.artifacts.package import EvidenceObject
-from voe.compiler.families.calibration_sufficiency import calibrates, measurands, text_of
 from voe.compiler.observations import observe
 from voe.graph import Graph
 from voe.ingest.rules.defects import Decision, decision
+from voe.ingest.rules.materials import conflict
 from voe.ingest.rules.media_types import unusual
 
 README_RE = re.compile(r"read_?me", re.I)
-# a script that plots or processes a calibration is software, not the calibration (Beam Profile Imaging.ipynb)
-CODE_RE = re.compile(r"\.(ipynb|py|m|r|jl|sh|bat|ps1|c|cpp|java|js)$", re.I)
 DEFECTS_QUERY = "compiler/defects_by_evidence"  # each defect with the evidence objects on its folder chain
+RESOLVED_QUERY = "compiler/resolved_defects"  # checksum-file defects a valid, agreeing copy resolves
+BATCH = 3  # unstated changes of one release with the same size change, at least this many: one batch edit, one fact
 
 
 def h(*parts: str) -> str:
@@ -38,6 +38,8 @@ class Catalog:
     workflow_of: dict[str, str]  # evidence id -> workflow id
     own_defects: dict[str, list[str]] = field(default_factory=dict)  # evidence id -> flag-worthy defect ids
     undecided: set[str] = field(default_factory=set)  # items carrying a finding of our own tools only
+    # evidence id -> the evidence items holding a valid, agreeing copy that resolves its checksum-file defects
+    resolved: dict[str, list[str]] = field(default_factory=dict)
 
     def defect_fact(self, e: str) -> str:
         """The defects bound to one item are one fact: a folder of 36 disagreeing checksum files is one."""
@@ -57,11 +59,38 @@ class Catalog:
             return self.statement_facts(e)
         return [f"attested:{e}"]
 
+    def calibration_facts(self, e: str, targets: list[str]) -> list[str]:
+        """A measurement's calibration rests on what its metadata states, not on the row: two measurements that
+        name the same calibration share one fact (a sheet and its older copy too)."""
+        row = self.rows[e]
+        said = sorted({str(c["statement"]) for c in row.get("calibrated_by") or [] if c["target"] in targets})
+        return [f"calibration:{row.get('workbook')}|{s}" for s in said]
+
+    def claim_facts(self, e: str) -> list[str]:
+        row = self.rows[e]
+        return [f"claim:{row.get('workbook')}|" + "|".join(sorted(map(str, row.get("calibration_claims") or [])))]
+
+    def change_facts(self, e: str) -> list[str]:
+        """An unstated change between releases: one batch edit (the same size change on BATCH or more files the
+        release changed without a statement) is one fact, any other change its own."""
+        row = self.rows[e]
+        delta = row.get("release_size_delta")
+        same = [x for x in self.by_workflow[self.workflow_of[e]]
+                if self.rows[x].get("listed_in") == row.get("listed_in") and unstated_change(self.rows[x])
+                and self.rows[x].get("release_size_delta") == delta]
+        if delta is not None and len(same) >= BATCH:
+            return [f"batch:{row.get('listed_in')}|{row.get('release_to')}|{delta:+d}"]
+        return [f"change:{e}"]
+
 
 def workflow_key(row: dict[str, Any]) -> tuple[str, str]:
     """A NERDm record is one workflow; a plain folder record is one workflow per top-level folder (a
-    release-note item belongs to the folder of the summary that lists it)."""
+    release-note item belongs to the folder of the summary that lists it); the measurements of a metadata
+    workbook's sheet are one workflow (a measurement type: Mechanical_testing, Digital_image_correlation)."""
     record = str(row["record_id"]).removeprefix("record:")  # versioned: two versions are two workflows
+    if row.get("sheet") and row.get("workbook"):
+        book = str(row["workbook"]).rsplit("/", 1)[-1]
+        return f"wf:{record}/{row['workbook']}#{row['sheet']}", f"{row['record_title']} / {book} / {row['sheet']}"
     path = row.get("filepath") or row.get("listed_in")
     if str(row["ark"]).startswith("folder:") and path and "/" in path:
         top = path.split("/", 1)[0]
@@ -89,14 +118,29 @@ def load_catalog(graph: Graph) -> Catalog:
         by_wf[wf].append(eid)
         objects[eid] = observe(row)
     cat = Catalog(objects, rows, {k: sorted(v) for k, v in by_wf.items()}, titles, wf_of)
-    cat.own_defects, cat.undecided = _bind_defects(graph, cat)
+    copies = _copies(graph, cat)
+    cat.own_defects, cat.undecided, cat.resolved = _bind_defects(graph, cat, copies)
     return cat
 
 
-def _bind_defects(graph: Graph, cat: Catalog) -> tuple[dict[str, list[str]], set[str]]:
+def _copies(graph: Graph, cat: Catalog) -> dict[str, str]:
+    """defect id -> the nearest evidence item holding a valid, agreeing copy of the item (the resolution)."""
+    out: dict[str, tuple[int, str]] = {}
+    for r in graph.query(RESOLVED_QUERY):
+        if r["copy_evidence"] not in cat.rows:
+            continue
+        best = out.get(r["defect_id"])
+        if best is None or (r["depth"], r["copy_evidence"]) < best:
+            out[r["defect_id"]] = (r["depth"], r["copy_evidence"])
+    return {d: e for d, (_, e) in out.items()}
+
+
+def _bind_defects(graph: Graph, cat: Catalog, copies: dict[str, str]
+                  ) -> tuple[dict[str, list[str]], set[str], dict[str, list[str]]]:
     """A defect in Cross_Sections/Tracks_Results shows on Cross_Sections too: bind it to the nearest folder.
     Only defects whose kind leads to a flag bind (ingest/rules/defects.py GOLDS); an item with a finding of our own
-    tools (a parser that failed, a budget) is undecided."""
+    tools (a parser that failed, a budget) is undecided; a checksum-file defect a valid, agreeing copy resolves
+    binds as resolved (the item stands; the copy is what a reader checks it by)."""
     nearest: dict[str, dict[str, Any]] = {}
     undecided: set[str] = set()
     for r in graph.query(DEFECTS_QUERY):
@@ -106,13 +150,16 @@ def _bind_defects(graph: Graph, cat: Catalog) -> tuple[dict[str, list[str]], set
         if best is None or (r["depth"], r["evidence_id"]) < (best["depth"], best["evidence_id"]):
             nearest[r["defect_id"]] = r
     out: dict[str, list[str]] = defaultdict(list)
+    resolved: dict[str, list[str]] = defaultdict(list)
     for did, r in sorted(nearest.items()):
         verdict = decision(str(r["defect_kind"]))
-        if verdict is Decision.FLAG:
+        if did in copies and copies[did] != r["evidence_id"]:
+            resolved[r["evidence_id"]].append(copies[did])
+        elif verdict is Decision.FLAG:
             out[r["evidence_id"]].append(did)
         elif verdict is Decision.UNDECIDED:
             undecided.add(r["evidence_id"])
-    return dict(out), undecided - set(out)
+    return dict(out), undecided - set(out), {e: sorted(set(c)) for e, c in resolved.items() if e not in out}
 
 
 def readme_of(cat: Catalog, e: str) -> str | None:
@@ -123,14 +170,37 @@ def readme_of(cat: Catalog, e: str) -> str | None:
     return readmes[0] if readmes else None
 
 
+def named_calibrations(cat: Catalog, e: str) -> list[str]:
+    """What the subject's own metadata names as its calibration (CALIBRATED_BY: a measurement row's calibration
+    cells), held or not. A keyword in a title is not a statement: nothing else is a calibration."""
+    return sorted({str(c["target"]) for c in cat.rows[e].get("calibrated_by") or [] if c["target"] in cat.rows})
+
+
 def calibrators(cat: Catalog, e: str) -> list[str]:
-    """The items of the subject's workflow the archive names as a calibration of the subject's measurement."""
-    wanted = measurands(text_of(cat.rows[e]))
-    if not wanted or calibrates(cat.rows[e]):
-        return []
-    return [x for x in cat.by_workflow[cat.workflow_of[e]]
-            if x != e and cat.objects[x].status == "archived" and x not in cat.undecided
-            and not CODE_RE.search(str(cat.rows[x].get("filepath") or "")) and calibrates(cat.rows[x]) & wanted]
+    """The calibrations the subject's metadata names that the archive holds (same workflow, clean)."""
+    return [x for x in named_calibrations(cat, e) if cat.objects[x].status == "archived" and x not in cat.undecided
+            and cat.workflow_of.get(x) == cat.workflow_of[e]]
+
+
+def missing_calibrations(cat: Catalog, e: str) -> list[str]:
+    """The calibrations the subject's metadata names that the archive holds nowhere (same workflow)."""
+    return [x for x in named_calibrations(cat, e) if cat.objects[x].status == "unavailable"
+            and cat.workflow_of.get(x) == cat.workflow_of[e]]
+
+
+def unstated_change(row: dict[str, Any]) -> bool:
+    """A file the release changed (its hash differs from the previous release's) that no changelog item names
+    and no item covers wholesale (a schema change, all documents of a kind replaced)."""
+    return row.get("provenance") == "release_notes" and row.get("release_status") == "changed" \
+        and row.get("release_coverage") == "none"
+
+
+def material_conflict(cat: Catalog, e: str) -> tuple[set[str], set[str]] | None:
+    """The item's own description names a material its record does not (ingest/rules/materials.py)."""
+    row = cat.rows[e]
+    if not row.get("description") or not row.get("record_description"):
+        return None
+    return conflict(str(row["description"]), f"{row.get('record_title') or ''} {row['record_description']}")
 
 
 def subject_file(cat: Catalog, e: str) -> str:
@@ -141,6 +211,8 @@ def subject_file(cat: Catalog, e: str) -> str:
 
 def held(cat: Catalog, e: str) -> bool:
     row = cat.rows[e]
+    if row["provenance"] == "measurement":
+        return True  # a row of a workbook this copy holds and parsed
     return bool(all(m.get("held") for m in row["members"]) if row["is_folder"] else row.get("held"))
 
 

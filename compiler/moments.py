@@ -25,6 +25,7 @@ from itertools import zip_longest
 from typing import Any
 
 from voe.artifacts.package import REQUEST_FOR_KIND, REQUESTS, TERMINALS, Action, MenuEntry, ReferenceStep, TaskAnswer, TaskView
+from voe.artifacts.question import CALIBRATION, FRAMING, INSTRUCTIONS, QUESTION, SUBJECT_OF, SUPPORT, listed
 from voe.compiler import families
 from voe.compiler.admission import Admission
 from voe.compiler.annotate import Candidate, Framing
@@ -34,8 +35,10 @@ from voe.compiler.catalog import (
     calibrators,
     hard_negatives,
     load_catalog,
+    named_calibrations,
     readme_of,
     subject_file,
+    unstated_change,
     workflow_key,
 )
 from voe.compiler.catalog import h as _h
@@ -45,7 +48,7 @@ from voe.compiler.select import select
 from voe.graph import Graph
 
 SUBJECT_KINDS = ("characterization", "process_record")
-__all__ = ["Catalog", "load_catalog", "workflow_key", "find_moments", "candidate", "materialize", "question_of"]
+__all__ = ["QUESTION", "Catalog", "load_catalog", "workflow_key", "find_moments", "candidate", "materialize", "question_of"]
 
 
 def packets(cat: Catalog, e: str) -> list[tuple[Shape, list[str], list[str]]]:
@@ -55,9 +58,9 @@ def packets(cat: Catalog, e: str) -> list[tuple[Shape, list[str], list[str]]]:
         want = f"changelog_{row.get('release_to')}.txt"
         log = [x for x in cat.by_workflow[cat.workflow_of[e]] if (cat.rows[x].get("filepath") or "").endswith(want)]
         return [("document", log[:1], [])] if log else [("alone", [], [])]
+    if row["provenance"] == "measurement":  # a measurement rests on the calibration its metadata names, always
+        return [("calibration", [], calibrators(cat, e))]
     readme = readme_of(cat, e)
-    if cal := calibrators(cat, e):  # a measurement the archive names a calibration for rests on it, always
-        return [("calibration", [readme] if readme else [], cal)]
     out: list[tuple[Shape, list[str], list[str]]] = []
     if readme:
         out.append(("document", [readme], []))
@@ -77,10 +80,16 @@ def is_subject(cat: Catalog, e: str, release_seen: set[tuple[str, str]]) -> bool
         if key in release_seen or row.get("release_status") not in ("removed", "renamed", "changed"):
             return False
         release_seen.add(key)  # the latest summary that lists a file speaks for it
-        return bool(row.get("release_stated"))  # a change no changelog states decides nothing
+        # a removal or rename no changelog states decides nothing; a change decides when an item names it, or
+        # when nothing in the changelog covers it (an unstated change), not when only a blanket item covers it
+        return bool(row.get("release_stated")) or unstated_change(row)
     if row["provenance"] == "attested":
         return True
-    if row["kind"] not in SUBJECT_KINDS and not cat.own_defects.get(e):
+    if row["provenance"] == "named":
+        return False  # a calibration a measurement names: the measurement is the subject
+    if row["provenance"] == "measurement":
+        return not row.get("calibration_flag") and bool(named_calibrations(cat, e) or row.get("calibration_claims"))
+    if row["kind"] not in SUBJECT_KINDS and not cat.own_defects.get(e) and not cat.resolved.get(e):
         return False
     if _is_container(cat, e) and not cat.own_defects.get(e):  # a defect bound to a folder is its decision
         return False
@@ -122,17 +131,6 @@ def _release_rank(row: dict[str, Any]) -> int:
     return sum(int(p) * 1000 ** (2 - i) for i, p in enumerate(to.split(".")[:3]) if p.isdigit())
 
 
-FRAMING = "Workflow: {workflow}. A risk packet on {subject} is about to be assembled from this archive{support}."
-CALIBRATION = "the calibration the archive names for its measurement"
-INSTRUCTIONS = (
-    " Request the evidence you need from the menu (each entry names its request action), then end with exactly "
-    "one terminal action: submit_risk_packet (payload: exactly the evidence ids the packet rests on), "
-    "flag_source_defect (the item the packet is on has a provenance or checkability defect; payload: the "
-    "defective items, nothing clean), localize_missing_evidence (the archive cannot provide an item the packet "
-    "needs; payload: the missing items only), or abstain_or_escalate (the packet cannot be completed as stated: "
-    "an item it must rest on has a defect that nothing in the archive resolves, or its items conflict)."
-)
-QUESTION = FRAMING + INSTRUCTIONS  # the deterministic template's whole question
 
 
 def _about(cat: Catalog, e: str) -> str:
@@ -142,7 +140,7 @@ def _about(cat: Catalog, e: str) -> str:
     if row["provenance"] == "release_notes":
         return str(row["title"])
     file = subject_file(cat, e) if row["is_folder"] or row.get("filepath") else None
-    return f"{file} (in {row['title']})" if file else str(row["title"])
+    return f"{file}{SUBJECT_OF.format(title=row['title'])}" if file else str(row["title"])
 
 
 def _support_clause(cat: Catalog, m: Moment) -> str:
@@ -151,8 +149,7 @@ def _support_clause(cat: Catalog, m: Moment) -> str:
         names.append(CALIBRATION)
     if not names:
         return ""
-    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-    return f"; it is to rest on {cat.rows[m.subject]['title']} together with {listed}"
+    return SUPPORT.format(subject=cat.rows[m.subject]["title"], listed=listed(names))
 
 
 def moment_id(m: Moment) -> str:
@@ -168,11 +165,16 @@ def candidate(m: Moment, cat: Catalog, caps: Caps = DEFAULT) -> Candidate:
     binding = list(dict.fromkeys(m.binding))
     odd = set(hard_negatives(cat, m.workflow, set(binding)))
     pool = [e for e in cat.by_workflow[m.workflow] if e not in binding and e not in cat.undecided]
-    # odd-looking distractors and plain ones in turn: odd ones first so that "flag anything odd" fails, plain
-    # ones beside them so that "submit whatever the archive returns" fails too
-    odd_first = sorted((e for e in pool if e in odd), key=lambda e: _h(seed, e))
-    plain = sorted((e for e in pool if e not in odd), key=lambda e: _h(seed, e))
-    pool = [e for pair in zip_longest(odd_first, plain) for e in pair if e is not None]
+    # items like the ones the packet rests on besides its subject (another calibration, another calibration the
+    # archive lacks): "take every calibration on the menu" fails; then odd-looking distractors and plain ones in
+    # turn: odd ones so that "flag anything odd" fails, plain ones so that "submit whatever the archive returns"
+    # fails too. All three in turn, so that the menu's shape is the workflow's, not the answer's.
+    alike = {(cat.rows[e]["kind"], cat.objects[e].status) for e in binding if e != m.subject}
+    confusers = sorted((e for e in pool if (cat.rows[e]["kind"], cat.objects[e].status) in alike),
+                       key=lambda e: _h(seed, e))
+    odd_first = sorted((e for e in pool if e in odd and e not in confusers), key=lambda e: _h(seed, e))
+    plain = sorted((e for e in pool if e not in odd and e not in confusers), key=lambda e: _h(seed, e))
+    pool = [e for trio in zip_longest(confusers, odd_first, plain) for e in trio if e is not None]
     default = binding + pool[: max(0, caps.menu - len(binding))]
     template = Framing(title="", context=FRAMING.format(workflow=cat.workflows[m.workflow],
                                                        subject=_about(cat, m.subject), support=_support_clause(cat, m)),

@@ -156,6 +156,8 @@ def observe(row: dict[str, Any]) -> EvidenceObject:
                                       source=_source(loc.get("path"), loc.get("locator"), loc.get("sha256"))))
         return EvidenceObject(status="archived" if row["available"] else "unavailable", metadata=meta, facts=facts,
                               **common)
+    if row["provenance"] == "measurement" and row["available"]:
+        return _measurement(row, common)
     if not row["available"]:
         return EvidenceObject(evidence_id=row["evidence_id"], status="unavailable")
     source = _record_source(row)
@@ -185,4 +187,37 @@ def observe(row: dict[str, Any]) -> EvidenceObject:
     if row.get("description"):
         facts.append(ObservedFact(statement=f"The record describes it: {str(row['description'])[:MAX_DESCRIPTION]}",
                                   source=source))
+    if row.get("record_description"):
+        facts.append(ObservedFact(statement=f"The record {row['ark']} describes its data: "
+                                  f"{str(row['record_description'])[:MAX_DESCRIPTION]}", source=_record_root(row)))
+    return EvidenceObject(status="archived", metadata=meta, facts=facts, **common)
+
+
+def _record_root(row: dict[str, Any]) -> dict[str, Any] | None:
+    """Where the record's own description sits (its JSON pointer in the record file)."""
+    loc = row.get("record_description_at") or {}
+    return _source(loc.get("path"), loc.get("locator"), loc.get("sha256"))
+
+
+def _cell_order(loc: dict[str, Any]) -> tuple[int, int, str]:
+    cell = str(loc.get("cell") or "")
+    letters = "".join(ch for ch in cell if ch.isalpha())
+    digits = "".join(ch for ch in cell if ch.isdigit())
+    column = 0
+    for ch in letters:
+        column = column * 26 + (ord(ch.upper()) - 64)
+    return (int(digits or 0), column, cell)
+
+
+def _measurement(row: dict[str, Any], common: dict[str, Any]) -> EvidenceObject:
+    """A measurement of a metadata workbook: the cells of its rows that identify it and state its calibration,
+    each with its sheet and cell; what the cells mean (which calibration, held or not) is the agent's to find."""
+    cells = sorted((loc for loc in row["locations"] if loc.get("text") is not None), key=_cell_order)
+    book = str(row.get("workbook") or "")
+    facts = [ObservedFact(statement=f"{book} {loc.get('sheet')}!{loc.get('cell')}"
+                                    f"{' (' + str(loc['name']) + ')' if loc.get('name') else ''}: {loc['text']}",
+                          source=_source(loc.get("path"), loc.get("locator"), loc.get("sha256")))
+             for loc in cells]
+    meta = {"workbook": book, "sheet": row.get("sheet"), "measurement_id": row.get("measurement_id"),
+            "rows": list(row.get("sheet_rows") or [])}
     return EvidenceObject(status="archived", metadata=meta, facts=facts, **common)

@@ -31,7 +31,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 
 from voe.artifacts.package import Action
-from voe.compiler.admission import PROBE_LIMIT, TEXT_LIMIT, Solver
+from voe.compiler.admission import MARGIN, PROBE_LIMIT, TEXT_LIMIT, Solver
 from voe.compiler.caps import DEFAULT, Caps
 from voe.compiler.catalog import Catalog, extension, h, held, looks_odd
 from voe.compiler.families import Moment, priority_order
@@ -63,7 +63,8 @@ class _Picker:
 
 
 def limit(probe: str) -> float:
-    return TEXT_LIMIT if probe.startswith("always:") else PROBE_LIMIT
+    """What selection holds a probe to: its gate limit less the margin."""
+    return (TEXT_LIMIT if probe.startswith("always:") else PROBE_LIMIT) - MARGIN
 
 
 class _Filter:

@@ -44,10 +44,12 @@ from voe.ingest.rules import ids
 from voe.ingest.rules.captions import add_captions
 from voe.ingest.rules.defects import RULES
 from voe.ingest.rules.evidence import evidence_kind
+from voe.ingest.sources.measurements import measurement_evidence
+from voe.ingest.sources.releases import ParsedFile
 from voe.ontology import Label, Rel
 
 # part of the ingest stamp: changing a rule re-stamps (and re-checks) records; 9: span hashes over RFC 8785 bytes
-RULESET_VERSION = "nerdm-10"
+RULESET_VERSION = "nerdm-12"
 
 
 # the libraries whose reading of a file becomes facts: an upgrade of one re-stamps (and re-reads) every record,
@@ -220,6 +222,7 @@ class BuilderCore:
         self._locations: set[str] = set()
         self._files: set[str] = set()
         self._doc_info: dict[str, tuple[str, Parsed]] = {}
+        self._doc_local: dict[str, LocalBytes] = {}
         self._ahead: ParseAhead | None = None
         self._file_rows: dict[str, NodeRow] = {}
         self._origins: dict[str, Origin] = {}
@@ -440,6 +443,7 @@ class BuilderCore:
         self.g.pages += parsed.pages
         self.g.cells += parsed.cells
         self._doc_info[subject] = (relpath, parsed)
+        self._doc_local[subject] = local
         locs: dict[str, str] = {}
         for fact in parsed.facts:
             loc = locs[fact.locator] = self.fact_location(fact, relpath, local)
@@ -463,6 +467,14 @@ class BuilderCore:
         self._file_rows[fid].props.update({
             "format": parsed.format, "role": parsed.role.value, "facts": len(parsed.facts),
             "summary_json": json.dumps(parsed.summary, sort_keys=True, default=str)})
+
+    def measurement_tables(self, files: dict[str, str]) -> None:
+        """Evidence for the measurements the record's held workbooks describe (ingest/sources/measurements.py),
+        once every file is parsed. `files`: the record's file names -> the evidence item holding each."""
+        workbooks = [ParsedFile(relpath, parsed, self._doc_local[cid])
+                     for cid, (relpath, parsed) in sorted(self._doc_info.items()) if parsed.format == "xlsx"]
+        if workbooks:
+            measurement_evidence(self, workbooks, files)
 
     def fact_location(self, fact: Fact, relpath: str, local: LocalBytes) -> str:
         loc = ids.location_id(local.sha256, fact.locator)

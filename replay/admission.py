@@ -19,6 +19,7 @@ from voe.compiler.families import Moment
 from voe.compiler.judge import Judge
 from voe.graph import Graph
 from voe.progress import Progress
+from voe.replay.cheap_rules import scored, survey
 from voe.replay.env import ReplayEnv
 from voe.replay.gate import episode, trim
 from voe.replay.probes import predicted
@@ -36,7 +37,9 @@ def probe_solver(cat: Catalog, materialize: Materialize) -> Solver:
     @functools.cache
     def solved(key: tuple[str, str, str]) -> frozenset[str]:
         view, answer = materialize(by_key[key], cat)
-        return frozenset(name for name, act in probes if episode(env, view, answer, act))
+        # every decision list of up to three cheap rules from one survey of the task (replay/cheap_rules.py)
+        return frozenset(name for name, act in probes if episode(env, view, answer, act)) | scored(
+            survey(env, view), answer)
 
     by_key: dict[tuple[str, str, str], Moment] = {}
 

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from voe.artifacts.package import Action, TaskAnswer, TaskView
+from voe.artifacts.question import read
 from voe.ingest.rules.media_types import mismatch, unusual
 from voe.replay.registry import Policy, register
 
@@ -39,15 +40,13 @@ HEX40 = re.compile(r"\b[0-9a-f]{40}\b")
 
 
 def named_items(view: TaskView) -> list[str]:
-    return [e.evidence_id for e in view.menu if e.title and e.title in view.question]
+    """The subject and the support the question names, parsed exactly (artifacts/question.py)."""
+    return read(view).named
 
 
 def subject_item(view: TaskView) -> str | None:
-    """The item the packet is on: the named item whose title comes first after "A risk packet on"."""
-    start = view.question.find("A risk packet on")
-    hits = [(view.question.find(e.title, start), e.evidence_id) for e in view.menu
-            if e.title and view.question.find(e.title, start) >= 0]
-    return min(hits)[1] if hits else None
+    """The item the packet is on, parsed exactly."""
+    return read(view).subject
 
 
 def _request(view: TaskView, eid: str) -> dict[str, Any]:

@@ -23,7 +23,8 @@ Kind = Literal["reference", "baseline", "probe"]
 # how the release gate treats a policy: the reference must be valid on every task; baselines and probes must
 # stay at or under the probe limit; a "recorded" probe is reported without a limit
 Gate = Literal["all", "limit", "recorded"]
-MODULES = ("voe.replay.policies", "voe.replay.probes")  # imported once, so that their policies register
+# imported once, so that their policies register
+MODULES = ("voe.replay.policies", "voe.replay.probes", "voe.replay.cheap_rules")
 PREFIXES = ("openai:", "python:")
 
 

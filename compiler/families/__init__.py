@@ -24,10 +24,16 @@ from voe.compiler.families.base import _FAMILIES, _RULES, SKIP, FamilySpec, Mome
 
 CHAIN: tuple[Rule, ...] = (
     missing_evidence.removed,  # a gap decides before anything else: the item cannot be had
+    missing_evidence.calibration_named,  # ... and so does a calibration the archive names and lacks
     packet_submission.renamed,  # a stated rename: the name is gone, the content is not
+    packet_submission.replaced,  # a stated replacement: the file is gone, its successor is named
     source_integrity.defective,
     packet_escalation.defective_support,
+    packet_escalation.calibration_claimed,
+    packet_escalation.unstated_change_rule,
+    packet_escalation.conflicting_material,
     calibration_sufficiency.calibrated,
+    packet_submission.resolved,  # a stale checksum file a valid copy resolves: no defect of the item
     packet_submission.corrected,
     packet_submission.clean,
 )

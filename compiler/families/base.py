@@ -114,10 +114,15 @@ def rule(family: Family, name: str, gold: str) -> Callable[[Match], Rule]:
     return register
 
 
-def submit_packet(family: Family, s: Subject, facts: list[str] | None = None) -> Moment:
+def submit_packet(family: Family, s: Subject, facts: list[str] | None = None, gold: list[str] | None = None,
+                  also_needed: list[str] | None = None) -> Moment:
     """Submit exactly the packet (the subject, its support and the calibration it names), after pulling all
-    of it: every item binds, is needed and useful. Its gold rests on the subject being clean."""
+    of it: every item binds, is needed and useful. Its gold rests on the subject being clean (`gold`: the
+    independent facts it rests on instead). `also_needed`: items the decision must read without submitting them
+    (the copy that resolves a stale checksum file)."""
     packet = [s.evidence_id, *s.support, *s.calibrators]
-    return Moment(family, s.workflow, s.evidence_id, list(s.support), packet, packet, packet,
-                  Action.SUBMIT_RISK_PACKET, packet, packet, packet, facts or [f"clean:{s.evidence_id}"],
+    extra = [x for x in also_needed or [] if x not in packet]
+    return Moment(family, s.workflow, s.evidence_id, list(s.support), packet + extra, packet + extra,
+                  packet + extra, Action.SUBMIT_RISK_PACKET, packet, packet + extra,
+                  facts or [f"clean:{s.evidence_id}"], gold_facts=gold or facts or [f"clean:{s.evidence_id}"],
                   shape=s.shape, calibrators=list(s.calibrators))

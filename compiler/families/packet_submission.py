@@ -1,8 +1,11 @@
-"""packet_submission: submit exactly the packet. Three rules: the subject was renamed by a release whose
+"""packet_submission: submit exactly the packet. Five rules: the subject was renamed by a release whose
 changelog states the rename (submit the renamed file with the support: the name is gone, the content is not, a
-hard negative for "localize the unavailable"); the subject is a file a release changed, as its changelog
-states (the current release holds the corrected bytes: a hard negative for "flag what changed"); and a clean
-archived subject with clean support."""
+hard negative for "localize the unavailable"); the subject was removed by a release whose changelog item names
+the file that replaces it (submit the replacement with the support); the subject's checksum file is marked
+invalid or disagrees, while a byte-identical copy in the archive has a valid, agreeing one (the item is
+checkable through the copy: submit, and the curator's report names the stale checksum file); the subject is a
+file a release changed, as its changelog states (the current release holds the corrected bytes: a hard negative
+for "flag what changed"); and a clean archived subject with clean support."""
 
 from __future__ import annotations
 
@@ -10,14 +13,20 @@ from voe.artifacts.package import Action, Family
 from voe.compiler.families.base import SKIP, FamilySpec, Moment, Skip, Subject, family, rule, submit_packet
 
 
-def _rename_target(s: Subject) -> str | None:
+def _release_target(s: Subject, name: str | None) -> str | None:
     cat, row = s.cat, s.row
     for x in cat.by_workflow[s.workflow]:
         r = cat.rows[x]
-        if (r.get("listed_in") == row.get("listed_in") and r["name"] == row.get("renamed_to")
-                and cat.objects[x].status == "archived"):
+        if r.get("listed_in") == row.get("listed_in") and r["name"] == name and cat.objects[x].status == "archived":
             return x
     return None
+
+
+def _successor(s: Subject, target: str) -> Moment:
+    binding = [s.evidence_id, target, *s.support]
+    return Moment(Family.PACKET_SUBMISSION, s.workflow, s.evidence_id, s.support, binding, binding, binding,
+                  Action.SUBMIT_RISK_PACKET, [target, *s.support], binding, [s.evidence_id, target],
+                  s.cat.statement_facts(s.evidence_id), shape=s.shape)
 
 
 @rule(Family.PACKET_SUBMISSION, "renamed", gold="submit_risk_packet [renamed file, support]")
@@ -25,19 +34,36 @@ def renamed(s: Subject) -> Moment | Skip | None:
     """A stated rename: submit the renamed file with the support."""
     if s.row.get("release_status") != "renamed":
         return None
-    target = _rename_target(s)
-    if target is None:
-        return SKIP  # a rename whose new file the archive lacks decides nothing
-    binding = [s.evidence_id, target, *s.support]
-    return Moment(Family.PACKET_SUBMISSION, s.workflow, s.evidence_id, s.support, binding, binding, binding,
-                  Action.SUBMIT_RISK_PACKET, [target, *s.support], binding, [s.evidence_id, target],
-                  s.cat.statement_facts(s.evidence_id), shape=s.shape)
+    target = _release_target(s, s.row.get("renamed_to"))
+    return SKIP if target is None else _successor(s, target)  # a rename whose new file the archive lacks: nothing
+
+
+@rule(Family.PACKET_SUBMISSION, "replaced", gold="submit_risk_packet [replacement, support]")
+def replaced(s: Subject) -> Moment | Skip | None:
+    """A stated removal whose statement names the replacing file: submit the replacement with the support."""
+    if s.row.get("release_status") != "removed" or not s.row.get("replaced_by"):
+        return None
+    target = _release_target(s, s.row.get("replaced_by"))
+    return SKIP if target is None else _successor(s, target)
+
+
+@rule(Family.PACKET_SUBMISSION, "resolved", gold="submit_risk_packet [subject, support]")
+def resolved(s: Subject) -> Moment | Skip | None:
+    """A stale checksum file a valid, agreeing copy resolves (of the subject or an item the packet rests on):
+    submit the packet, after reading the copy."""
+    stale = [x for x in [s.evidence_id, *s.support, *s.calibrators] if s.cat.resolved.get(x)]
+    if not stale or s.cat.objects[s.evidence_id].status != "archived":
+        return None
+    facts = [f"resolved:{x}" for x in stale]
+    return submit_packet(Family.PACKET_SUBMISSION, s, facts, facts,
+                         also_needed=[c for x in stale for c in s.cat.resolved[x]])
 
 
 @rule(Family.PACKET_SUBMISSION, "corrected", gold="submit_risk_packet [subject, support]")
 def corrected(s: Subject) -> Moment | Skip | None:
     """A stated correction: the current release holds the corrected file; submit the packet."""
-    if s.row.get("release_status") != "changed" or s.cat.objects[s.evidence_id].status != "archived":
+    if s.row.get("release_status") != "changed" or s.row.get("release_coverage") != "named" \
+            or s.cat.objects[s.evidence_id].status != "archived":
         return None
     return submit_packet(Family.PACKET_SUBMISSION, s, s.cat.statement_facts(s.evidence_id))
 
@@ -45,7 +71,8 @@ def corrected(s: Subject) -> Moment | Skip | None:
 @rule(Family.PACKET_SUBMISSION, "clean", gold="submit_risk_packet [subject, support]")
 def clean(s: Subject) -> Moment | Skip | None:
     """A clean archived subject with clean support: submit exactly the packet."""
-    if s.cat.objects[s.evidence_id].status != "archived" or s.row.get("release_status"):
+    if s.cat.objects[s.evidence_id].status != "archived" or s.row.get("release_status") \
+            or s.row.get("provenance") == "measurement":
         return None
     return submit_packet(Family.PACKET_SUBMISSION, s)
 

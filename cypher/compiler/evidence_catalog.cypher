@@ -59,18 +59,34 @@ CALL (cf) {
   RETURN collect(CASE WHEN t IS NULL THEN NULL ELSE {line: t.line, text: t.text, locator: t.locator,
                                                      sha256: t.span_sha256, path: t.path} END) AS lines
 }
+CALL (e) {
+  OPTIONAL MATCH (e)-[cb:CALIBRATED_BY]->(t:Evidence)
+  RETURN collect(CASE WHEN t IS NULL THEN NULL ELSE {target: t.id, statement: cb.statement,
+                                                     kind: cb.statement_kind, cell: cb.cell} END) AS calibrated_by
+}
+CALL (r) {
+  OPTIONAL MATCH (r)-[:LOCATED_AT]->(rd:SourceLocation {pointer: '/description'})
+  RETURN CASE WHEN rd IS NULL THEN NULL ELSE {path: rd.path, locator: rd.pointer, sha256: rd.span_sha256} END
+         AS record_description_at
+}
 OPTIONAL MATCH (e)-[:LOCATED_AT]->(l:SourceLocation)
-WITH r, e, c, cf, defects, sidecars, members, member_count, subfolders, lines,
+WITH r, e, c, cf, defects, sidecars, members, member_count, subfolders, lines, calibrated_by, record_description_at,
      collect(DISTINCT {kind: l.kind, path: l.path, locator: coalesce(l.locator, l.pointer), sha256: l.span_sha256,
-                       text: l.text, line: l.line, id: l.id}) AS locations
+                       text: l.text, line: l.line, id: l.id, name: l.name, sheet: l.sheet, cell: l.cell}) AS locations
 RETURN r.id AS record_id, r.ark AS ark, r.title AS record_title, r.version AS version,
-       coalesce(r.provenance, 'nist_bytes') AS record_provenance,
+       coalesce(r.provenance, 'nist_bytes') AS record_provenance, r.description AS record_description,
+       record_description_at,
        e.id AS evidence_id, e.kind AS kind, e.title AS title, e.filepath AS filepath, e.provenance AS provenance,
        e.target AS target, e.ref_type AS ref_type, e.available AS evidence_available,
        e.release_status AS release_status, e.release_from AS release_from, e.release_to AS release_to,
        e.renamed_to AS renamed_to, e.renamed_from AS renamed_from, e.listed_in AS listed_in,
        e.sha1 AS release_sha1, e.size AS release_size, coalesce(e.release_stated, false) AS release_stated,
-       CASE WHEN e.provenance = 'release_notes' THEN coalesce(e.available, true)
+       e.replaced_by AS replaced_by, e.replaces AS replaces, e.release_coverage AS release_coverage,
+       e.release_size_delta AS release_size_delta, e.releases AS releases,
+       e.workbook AS workbook, e.sheet AS sheet, e.measurement_id AS measurement_id, e.rows AS sheet_rows,
+       coalesce(e.calibration_flag, false) AS calibration_flag, coalesce(e.calibration_claims, []) AS calibration_claims,
+       calibrated_by,
+       CASE WHEN e.provenance IN ['release_notes', 'measurement'] THEN coalesce(e.available, true)
             ELSE coalesce(e.available, true) AND c IS NOT NULL END AS available,
        c IS NOT NULL AND c:Subcollection AS is_folder,
        c.filepath AS component_path, c.media_type AS media_type, c.declared_size AS declared_size,

@@ -123,6 +123,7 @@ class FolderBuilder(BuilderCore):
                     elif info is not None and is_changelog(f, info[1]):
                         changelogs.append(ParsedFile(f, info[1], local))
         release_evidence(self, summaries, changelogs)  # once all files are parsed: the changelogs name files too
+        self.measurement_tables(self._file_evidence(files))
         for f in files:
             if is_sidecar(f):
                 self._check_sidecar(f, held)
@@ -130,6 +131,19 @@ class FolderBuilder(BuilderCore):
         self._seal()
         stamp_rows(self.g.nodes, self.g.edges, self.g.stamp)
         return self.g
+
+    def _file_evidence(self, files: list[str]) -> dict[str, str]:
+        """Each file's name and stem -> its evidence id (a measurement's metadata may name a file)."""
+        out: dict[str, str] = {}
+        for f in files:
+            if is_sidecar(f) or f in self._special:
+                continue
+            eid = ids.evidence_id(self.rec_id, f)
+            name = Path(f).name
+            out.setdefault(name, eid)
+            out.setdefault(name.lower(), eid)
+            out.setdefault(name.rsplit(".", 1)[0], eid)
+        return out
 
     def _fallback_origin(self) -> Origin:
         return Origin("", self.rec_id, Label.RECORD)  # the folder's own name and path: no bytes to locate them in

@@ -52,15 +52,31 @@ def release_evidence(builder: BuilderCore, summaries: list[ParsedFile], changelo
                 rows.setdefault(str(fact.extra["file"]), []).append(fact)
         current = summary["releases"][-1] if summary.get("releases") else None
         release_items = [(c, item) for c, item in items if changelog_release(c) in (None, summary.get("to"))]
-        for name, status, extra in _statuses(summary):
+        blanket = [(c, item) for c, item in release_items if BLANKET.search(_text(item))]
+        added = set(summary.get("added", []))
+        replacements: dict[str, tuple[str, list[tuple[ParsedFile, list[Fact]]]]] = {}
+        for name, status, extra0 in _statuses(summary):
             facts = sorted(rows.get(name, []), key=lambda f: version_key(str(f.extra["release"])))
             if not facts:
                 continue
             newest = facts[-1].extra
-            old, new = (name, extra.get("renamed_to")) if status == "renamed" else (extra.get("renamed_from"), name)
+            old, new = (name, extra0.get("renamed_to")) if status == "renamed" else (extra0.get("renamed_from"), name)
             stating = [(c, item) for c, item in release_items
                        if _names(item, name) or (status in ("renamed", "rename_target") and old and new
                                                  and (_names(item, old) or _states_prefix_rename(item, old, new)))]
+            extra: dict[str, Any] = dict(extra0)
+            if status == "removed" and stating:
+                # a statement that removes the file and names a file the release adds: the replacement
+                named = [n for _, item in stating for n in _quoted_files(item) if n != name and n in added]
+                if named:
+                    extra["replaced_by"] = named[0]
+                    replacements.setdefault(named[0], (name, stating))
+            if status == "changed":
+                sizes = {str(f.extra["release"]): f.extra.get("size") for f in facts}
+                before, after = sizes.get(str(summary["from"])), sizes.get(str(summary["to"]))
+                if isinstance(before, int) and isinstance(after, int):
+                    extra["release_size_delta"] = after - before
+                extra["release_coverage"] = "named" if stating else "blanket" if blanket else "none"
             kind, rule = evidence_kind(name, None, None, None)
             eid = ids.evidence_id(builder.rec_id, f"{s.relpath}#{name}")
             props: dict[str, Any] = {
@@ -78,6 +94,47 @@ def release_evidence(builder: BuilderCore, summaries: list[ParsedFile], changelo
             for loc in dict.fromkeys(locs):  # byte-identical changelogs share their locations
                 builder.g.edges.append(EdgeRow(Rel.LOCATED_AT, eid, Label.EVIDENCE, loc, Label.SOURCE_LOCATION))
             builder.g.evidence[kind] += 1
+        for name, (replaced, stating) in sorted(replacements.items()):
+            _replacement(builder, s, rows.get(name, []), name, replaced, current, stating)
+
+
+def _replacement(builder: BuilderCore, s: ParsedFile, facts: list[Fact], name: str, replaced: str,
+                 current: str | None, stating: list[tuple[ParsedFile, list[Fact]]]) -> None:
+    """An Evidence for a file the release adds that a changelog item names as replacing a removed one: the item
+    is where the removed file's content went (the item's lines and the summary's rows are its locations)."""
+    if not facts:
+        return
+    facts = sorted(facts, key=lambda f: version_key(str(f.extra["release"])))
+    newest = facts[-1].extra
+    summary = s.parsed.summary
+    kind, rule = evidence_kind(name, None, None, None)
+    eid = ids.evidence_id(builder.rec_id, f"{s.relpath}#{name}")
+    props: dict[str, Any] = {
+        "canonical_id": eid, "kind": kind, "kind_rule": rule, "title": name, "record_ark": builder.ark,
+        "provenance": "release_notes", "release_status": "replacement", "release_from": summary["from"],
+        "release_to": summary["to"], "sha1": newest["sha1"], "size": newest["size"],
+        "releases": [str(f.extra["release"]) for f in facts], "listed_in": s.relpath, "current_release": current,
+        "available": any(f.extra["release"] == current for f in facts), "held": False, "release_stated": True,
+        "replaces": replaced,
+    }
+    builder.g.nodes.append(NodeRow(eid, (Label.EVIDENCE,), builder._owned(props)))
+    locs = [builder.fact_location(f, s.relpath, s.local) for f in facts]
+    locs += [builder.fact_location(f, c.relpath, c.local) for c, item in stating for f in item]
+    for loc in dict.fromkeys(locs):
+        builder.g.edges.append(EdgeRow(Rel.LOCATED_AT, eid, Label.EVIDENCE, loc, Label.SOURCE_LOCATION))
+    builder.g.evidence[kind] += 1
+
+
+# a changelog item that speaks for every document of the release at once: the schema they follow changed, or
+# all documents (blobs, files) of a kind were replaced; a change it covers and no item names is explained but
+# decides nothing (no item says what happened to that file)
+BLANKET = re.compile(r"\bschema\b|\ball (?:the )?(?:\w+ )?(?:blobs|documents|files)\b", re.I)
+FILE_NAME = re.compile(r"^[A-Za-z0-9_.\-]+\.[A-Za-z0-9]{1,5}$")
+
+
+def _quoted_files(item: list[Fact]) -> list[str]:
+    """File names an item quotes ('AMB2022-718-AMMT-B6-P2-L7-L8-L9-O1.xml')."""
+    return [q for q in QUOTED.findall(_text(item)) if FILE_NAME.match(q)]
 
 
 ITEM_START = re.compile(r"^\s*(?:\d+|[a-z])[.)]\s")

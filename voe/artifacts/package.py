@@ -161,7 +161,8 @@ def write_package(out: Path, files: dict[str, bytes], manifest: Manifest) -> Non
 
 
 # the release gate as the manifest records it (DESIGN §7; voe.replay.gate runs it)
-GateKind = Literal["reference", "null", "probe", "text_probe", "metadata_probe", "empty"]
+GateKind = Literal["reference", "null", "probe", "rules_probe", "text_probe", "structure_probe", "metadata_probe",
+                   "empty", "error"]
 
 
 class GateRow(BaseModel):
@@ -172,6 +173,7 @@ class GateRow(BaseModel):
     rate: float
     limit: float | None
     passed: bool
+    detail: str | None = None  # what the row is (the best combination's rules), or why it could not run
 
 
 class GateReport(BaseModel):
@@ -187,8 +189,10 @@ class GateReport(BaseModel):
         for r in self.rows:
             limit = ("all tasks" if r.kind == "reference" else "at least one" if r.kind == "empty"
                      else "recorded" if r.limit is None else f"<= {r.limit:.0%}")
-            verdict_ = "-" if r.limit is None and r.kind not in ("reference", "empty") else "ok" if r.passed else "FAIL"
-            lines.append(f"| {r.policy} | {r.kind} | {r.valid}/{r.tasks} | {r.rate:.1%} | {limit} | {verdict_} |")
+            verdict_ = "-" if r.limit is None and r.kind not in ("reference", "empty", "error") \
+                else "ok" if r.passed else "FAIL"
+            name = f"{r.policy} ({r.detail})" if r.detail else r.policy
+            lines.append(f"| {name} | {r.kind} | {r.valid}/{r.tasks} | {r.rate:.1%} | {limit} | {verdict_} |")
         return "\n".join(lines)
 
 

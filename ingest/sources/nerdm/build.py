@@ -125,7 +125,8 @@ HEADER_PROPS = {"ediid": "ediid", "version": "version", "doi": "doi", "title": "
                 "modified": "modified", "issued": "issued", "license": "license", "publisher": "publisher",
                 "_schema": "schema"}
 RECORD_FIELDS: dict[str, tuple[str, ...]] = {**{prop: (key,) for key, prop in HEADER_PROPS.items()},
-                                             "ark": ("@id",), "id": ("@id",), "record_id": ("@id",)}
+                                             "ark": ("@id",), "id": ("@id",), "record_id": ("@id",),
+                                             "description": ("description",)}
 COMPONENT_PROPS = {"filepath": "filepath", "mediaType": "media_type", "size": "declared_size",
                    "checksum/hash": "declared_sha256", "checksum/algorithm": "checksum_algorithm",
                    "describes": "describes", "valid": "valid", "downloadURL": "download_url",
@@ -218,6 +219,17 @@ def json_depth(doc: Any, limit: int) -> int:
         level = [x for v in level for x in (v.values() if type(v) is dict else v)
                  if type(x) is dict or type(x) is list]
     return depth
+
+
+MAX_DESCRIPTION = 2000
+
+
+def _description(header: NerdmHeader) -> str | None:
+    """The record's description (NERDm: a list of paragraphs), joined and cut: what it says its data are."""
+    value = (header.model_extra or {}).get("description")
+    parts = value if isinstance(value, list) else [value] if isinstance(value, str) else []
+    text = " ".join(str(p).strip() for p in parts if isinstance(p, str) and p.strip())
+    return text[:MAX_DESCRIPTION] or None
 
 
 def _archive_host(header: NerdmHeader, components: list[dict[str, Any]]) -> str:
@@ -347,6 +359,9 @@ class NerdmBuilder(BuilderCore):
                 self._component(i, comp, cid, folders, by_nerdm_id)
         self._evidence(parsed)
         self._references()
+        self.measurement_tables({c.filepath.rsplit("/", 1)[-1]: ids.evidence_id(self.rec_id, c.filepath)
+                                 for _, c, _ in parsed if c.kind is Label.DATA_FILE and c.filepath
+                                 and "/" not in c.filepath.strip("/")})
 
         # 64 bits of the input hash: plenty to tell two versions of a record apart, and short strings keep
         # the property store (written for every node and edge of the record) small.
@@ -369,7 +384,7 @@ class NerdmBuilder(BuilderCore):
             "landing_page": h.landingPage, "modified": h.modified, "issued": h.issued,
             "license": h.license, "publisher": h.publisher.name if h.publisher is not None else None,
             "schema": h.schema_uri, "source_path": self.record_file.name, "source_sha256": self.file_sha,
-            "component_count": count, "ingest_state": "writing",
+            "component_count": count, "ingest_state": "writing", "description": _description(h),
         }
         for key, value in self._header_unread.items():
             if key in HEADER_PROPS:
@@ -381,6 +396,10 @@ class NerdmBuilder(BuilderCore):
         if located:
             self.g.edges.append(EdgeRow(Rel.LOCATED_AT, self.rec_id, Label.RECORD, self.location("", self.doc),
                                         Label.SOURCE_LOCATION))
+        described = (h.model_extra or {}).get("description")
+        if record_props["description"] and described is not None:  # what the record says its data are, located
+            self.g.edges.append(EdgeRow(Rel.LOCATED_AT, self.rec_id, Label.RECORD,
+                                        self.location("/description", described), Label.SOURCE_LOCATION))
 
     def schema_defects(self, violations: list[Violation]) -> tuple[list[NodeRow], list[EdgeRow]]:
         """Defects for schema violations, computed after build() (validation runs alongside the writes)."""
