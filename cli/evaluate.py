@@ -181,7 +181,13 @@ def score_cmd(run_dir: Path, compare: Path | None, as_json: bool) -> None:
     click.echo("  codebook: " + ", ".join(f"{k} {v}" for k, v in summary["codebook"].items()))
     if "paired" in summary:
         p = summary["paired"]
-        click.echo(f"  paired vs {p['against']}: {p.get('mean_difference', 0):+.3f} over {p['tasks']} tasks")
+        if not p["tasks"]:
+            click.echo(f"  paired vs {p['against']}: no task in common")
+        else:
+            click.echo(f"  paired vs {p['against']}: {p['mean_difference']:+.3f}, 95% CI {p['ci95'][0]:+.3f} to "
+                       f"{p['ci95'][1]:+.3f} {p['method']} ({p['clusters']} clusters) over {p['tasks']} tasks; "
+                       f"{len(p['discordant_tasks'])} discordant tasks in {len(p['discordant_clusters'])} clusters "
+                       f"({p['a_only_valid']} valid only here, {p['b_only_valid']} only there)")
 
 
 @cli.command("label")

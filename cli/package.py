@@ -56,10 +56,13 @@ def _judge(spec: str | None, base_url: str | None) -> Any:
 @click.option("--response-format", "response_format",
               type=click.Choice(["json_schema", "json_object", "json_object_schema", "none"]), default="json_schema",
               show_default=True, help="How the annotator's JSON reply is requested (servers differ).")
+@click.option("--since", "old", type=click.Path(path_type=Path, file_okay=False, exists=True),
+              help="An earlier package: list the tasks added, kept and removed since it, and why each was removed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @quiet_option
 def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, judge: str | None,
-                base_url: str | None, response_format: ResponseFormat, as_json: bool, quiet: bool) -> None:
+                base_url: str | None, response_format: ResponseFormat, old: Path | None, as_json: bool,
+                quiet: bool) -> None:
     """Compile realized-only decision tasks from the graph into a versioned task package.
 
     Each subject item of the graph can become one decision (compiler/moments.py): a packet whose
@@ -80,8 +83,9 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
     Examples:
       voe compile --out out/pkg --json
       voe compile --out out/pkg --archive ../shared/archives/mds2-4103
+      voe compile --out out/pkg-new --since out/pkg
     """
-    from voe.compiler.package import gate_table
+    from voe.compiler.package import gate_table, since
     from voe.graph import Graph
     from voe.ingest import ingest_paths
     from voe.replay.admission import compile_package
@@ -98,8 +102,9 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
                 sys.exit(2)
         summary = compile_package(graph, out, annotator=_annotator(annotator, base_url, response_format),
                                   judge=_judge(judge, base_url), progress=progress_reporter(quiet))
+    changes = since(old, out) if old is not None else None
     if as_json:
-        emit_json(summary.model_dump())
+        emit_json(summary.model_dump() | ({"since": changes} if changes is not None else {}))
     else:
         click.echo(f"{summary.tasks} tasks in {summary.workflows} workflows "
                    f"({', '.join(f'{k} {v}' for k, v in summary.families.items())})")
@@ -110,6 +115,11 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
         for family, why in summary.families_absent.items():
             click.echo(f"no {family} task: {why}")
         click.echo(f"content hash {summary.content_hash} -> {summary.out}")
+        if changes is not None:
+            click.echo(f"since {changes['old']}: {len(changes['added'])} added, {changes['kept']} kept "
+                       f"({len(changes['gold_changed'])} with another gold), {len(changes['removed'])} removed")
+            for task, why in changes["removed"].items():
+                click.echo(f"  removed {task}: {why}")
         click.echo(gate_table(summary))
     if summary.tasks == 0:
         click.echo("error: the package fails the release gate: no decision of this graph needs judgment (ingest an "

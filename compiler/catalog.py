@@ -91,6 +91,9 @@ def workflow_key(row: dict[str, Any]) -> tuple[str, str]:
     if row.get("sheet") and row.get("workbook"):
         book = str(row["workbook"]).rsplit("/", 1)[-1]
         return f"wf:{record}/{row['workbook']}#{row['sheet']}", f"{row['record_title']} / {book} / {row['sheet']}"
+    if row.get("provenance") == "release_notes" and row.get("listed_in"):  # one release: one workflow
+        summary = str(row["listed_in"])
+        return f"wf:{record}/{summary}", f"{row['record_title']} / {summary.rsplit('/', 1)[-1]}"
     path = row.get("filepath") or row.get("listed_in")
     if str(row["ark"]).startswith("folder:") and path and "/" in path:
         top = path.split("/", 1)[0]

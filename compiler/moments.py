@@ -48,7 +48,8 @@ from voe.compiler.select import select
 from voe.graph import Graph
 
 SUBJECT_KINDS = ("characterization", "process_record")
-__all__ = ["QUESTION", "Catalog", "load_catalog", "workflow_key", "find_moments", "candidate", "materialize", "question_of"]
+__all__ = ["QUESTION", "Catalog", "load_catalog", "workflow_key", "find_moments", "candidate", "materialize", "question_of",
+           "task_key"]
 
 
 def packets(cat: Catalog, e: str) -> list[tuple[Shape, list[str], list[str]]]:
@@ -56,7 +57,8 @@ def packets(cat: Catalog, e: str) -> list[tuple[Shape, list[str], list[str]]]:
     row = cat.rows[e]
     if row["provenance"] == "release_notes":
         want = f"changelog_{row.get('release_to')}.txt"
-        log = [x for x in cat.by_workflow[cat.workflow_of[e]] if (cat.rows[x].get("filepath") or "").endswith(want)]
+        log = sorted(x for x, r in cat.rows.items() if r["record_id"] == row["record_id"]
+                     and (r.get("filepath") or "").endswith(want))
         return [("document", log[:1], [])] if log else [("alone", [], [])]
     if row["provenance"] == "measurement":  # a measurement rests on the calibration its metadata names, always
         return [("calibration", [], calibrators(cat, e))]
@@ -118,12 +120,14 @@ def candidates(graph: Graph, cat: Catalog) -> list[Moment]:
     return out
 
 
-def find_moments(graph: Graph, cat: Catalog, admission: Admission, caps: Caps = DEFAULT) -> list[Moment]:
-    """The candidates the selection keeps, with the probes `admission` replays on each (compiler/select.py)."""
+def find_moments(graph: Graph, cat: Catalog, admission: Admission, caps: Caps = DEFAULT,
+                 refused: dict[str, str] | None = None) -> list[Moment]:
+    """The candidates the selection keeps, with the probes `admission` replays on each (compiler/select.py);
+    `refused` gets each candidate a probe's limit kept out, by its task id, with the probes that kept it."""
     def framed(m: Moment, c: Catalog) -> tuple[TaskView, TaskAnswer]:
         return materialize(m, c, caps=caps)
 
-    return select(candidates(graph, cat), cat, admission.solver(cat, framed), caps)
+    return select(candidates(graph, cat), cat, admission.solver(cat, framed), caps, refused=refused, key=task_key)
 
 
 def _release_rank(row: dict[str, Any]) -> int:
@@ -154,6 +158,15 @@ def _support_clause(cat: Catalog, m: Moment) -> str:
 
 def moment_id(m: Moment) -> str:
     return f"moment:{_h(m.family.value, m.subject, m.shape)[:16]}"
+
+
+def task_key(m: Moment) -> str:
+    """A task's id: its packet (the subject, what it rests on, and whether it leaves a calibration to the agent),
+    nothing else: a task keeps its id when another archive is compiled beside it or a model frames it (its menu
+    or wording may differ; its decision does not), and one subject is one task. Only what a policy sees goes in
+    (the subject and support are named by the question): an id hashed from the gold facts or the family could be
+    inverted by trying each candidate fact against it."""
+    return f"task:{_h('task', m.subject, m.shape, *m.support)[:16]}"
 
 
 def candidate(m: Moment, cat: Catalog, caps: Caps = DEFAULT) -> Candidate:
@@ -207,7 +220,7 @@ def materialize(m: Moment, cat: Catalog, framing: Framing | None = None,
     chosen = list(dict.fromkeys(framing.menu))
     chosen.sort(key=lambda e: _h(seed, "order", e))
     question = question_of(framing)
-    task_id = f"task:{_h(m.workflow, question, *chosen)[:16]}"
+    task_id = task_key(m)
     menu = [MenuEntry(entry_id=f"E{i}", evidence_id=e, kind=cat.rows[e]["kind"], title=cat.rows[e]["title"],
                       request_action=REQUEST_FOR_KIND[cat.rows[e]["kind"]]) for i, e in enumerate(chosen, start=1)]
     view = TaskView(task_id=task_id, workflow_id=m.workflow, workflow_title=cat.workflows[m.workflow],

@@ -158,6 +158,15 @@ def observe(row: dict[str, Any]) -> EvidenceObject:
                               **common)
     if row["provenance"] == "measurement" and row["available"]:
         return _measurement(row, common)
+    if row["provenance"] == "named":
+        # what the archive says of a calibration it names and does not hold: the cells that name it
+        cells = sorted((loc for loc in located if loc.get("cell")), key=_cell_order)
+        facts = [ObservedFact(statement=f"{row.get('workbook')} {loc.get('sheet')}!{loc.get('cell')}"
+                                        f"{' (' + str(loc['name']) + ')' if loc.get('name') else ''} names it: "
+                                        f"{loc['text']}",
+                              source=_source(loc.get("path"), loc.get("locator"), loc.get("sha256")))
+                 for loc in cells]
+        return EvidenceObject(status="unavailable", metadata={"named_in": row.get("workbook")}, facts=facts, **common)
     if not row["available"]:
         return EvidenceObject(evidence_id=row["evidence_id"], status="unavailable")
     source = _record_source(row)

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from voe import __version__
+from voe.artifacts.clusters import clusters_of, detectable_difference
 from voe.artifacts.package import (
     GateReport,
     Manifest,
@@ -115,7 +116,8 @@ def compile_package(graph: Graph, out: Path, admission: Admission, annotator: An
                 f"{audit.calibration.cases} calibration cases (tolerance {CALIBRATION_TOLERANCE:.0%}): "
                 + ", ".join(audit.calibration.misclassified) + "; it is not used and nothing was compiled")
     cat = load_catalog(graph)
-    moments = find_moments(graph, cat, admission, caps)
+    refused: dict[str, str] = {}
+    moments = find_moments(graph, cat, admission, caps, refused=refused)
     progress.say(f"{len(moments)} decision moments in {len({m.workflow for m in moments})} workflows")
     pairs = _frame(moments, cat, annotator, judge, audit, progress, admission, caps)
     seen: set[str] = set()
@@ -146,8 +148,10 @@ def compile_package(graph: Graph, out: Path, admission: Admission, annotator: An
         answers.append(answer)
     rejected_moments += audit.rejected
     progress.say(f"release gate: {len(views)} tasks through the reference, the baselines and the probes")
+    before = {v.task_id for v in views}
     views, gate, filtered = admission.gate(views, cat.objects, {a.task_id: a for a in answers}, keep=_is_defect)
     kept_ids = {v.task_id for v in views}
+    trimmed = sorted(before - kept_ids)
     answers = [a for a in answers if a.task_id in kept_ids]
     order = sorted(range(len(views)), key=lambda i: views[i].task_id)
     views, answers = [views[i] for i in order], [answers[i] for i in order]
@@ -171,7 +175,13 @@ def compile_package(graph: Graph, out: Path, admission: Admission, annotator: An
                               "evidence_entries": sum(len(v.menu) for v in views), "canonical_evidence": len(offered),
                               **fact_counts(answers), "by_archive": by_archive(views, answers, cat),
                               "filtered": filtered,
-                              "families_absent": families_absent(families)}
+                              # why a candidate is not a task: a probe's limit kept it out (selection), or the gate's
+                              # classifiers dropped it after (trimming); by task id, stable across compiles
+                              "held_back": {**{t: f"selection: {why}" for t, why in refused.items()},
+                                            **{t: "trimmed: a classifier of the gate solves it" for t in trimmed}},
+                              "families_absent": families_absent(families),
+                              "detectable_difference": detectable_difference(clusters_of(
+                                  {a.task_id: (v.workflow_id, a.gold_facts) for v, a in zip(views, answers, strict=True)}))}
     manifest = Manifest(compiler_version=COMPILER_VERSION, content_hash=content_hash, graph_hash=graph_hash,
                         sources=[{k: r[k] for k in ("ark", "version", "title", "provenance", "stamp")}
                                  | {k: r[k] for k in ("license", "publisher", "landing_page") if isinstance(r[k], str)}
@@ -288,6 +298,24 @@ def _store_audit(graph: Graph, audit: Audit, package: str, stored: set[str]) -> 
         w.edges(edges)
 
     graph.transact(work)
+
+
+def since(old: Path, new: Path) -> dict[str, Any]:
+    """What changed from the package at `old` to the one at `new`: the tasks added, kept and removed (a task's id
+    is its gold facts and its packet, so the same decision keeps its id), each removed one with why, from the new
+    manifest: a probe's limit kept it out, the gate's classifiers trimmed it, or the graph no longer holds it."""
+    from voe.artifacts.package import load_package
+
+    old_views, _, old_answers, _ = load_package(old)
+    new_views, _, new_answers, manifest = load_package(new)
+    before, after = {v.task_id for v in old_views}, {v.task_id for v in new_views}
+    held = manifest.counts.get("held_back", {})
+    return {"old": str(old), "added": sorted(after - before), "kept": len(before & after),
+            "gold_changed": sorted(t for t in before & after
+                                   if _gold(old_answers[t]) != _gold(new_answers[t])),
+            "removed": {t: held.get(t, "not a candidate of this graph (its facts or packet changed, or its archive "
+                                       "is gone)") for t in sorted(before - after)},
+            "removed_families": dict(sorted(Counter(old_answers[t].family.value for t in before - after).items()))}
 
 
 def gate_table(summary: CompileSummary) -> str:

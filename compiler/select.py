@@ -56,6 +56,12 @@ class _Picker:
     def fits(self, m: Moment) -> bool:
         return m.subject not in self.used and all(self.uses[f] < self.caps.fact for f in m.gold_facts)
 
+    def why_not(self, m: Moment) -> str:
+        if m.subject in self.used:
+            return "its subject is another task's (one subject, one task)"
+        full = [f for f in m.gold_facts if self.uses[f] >= self.caps.fact]
+        return f"its fact carries {self.caps.fact} tasks already ({full[0]})"
+
     def keep(self, m: Moment) -> None:
         self.used.add(m.subject)
         self.uses.update(set(m.gold_facts))
@@ -83,27 +89,33 @@ class _Filter:
         now, then = self.excess(self.n, self.right), self.excess(self.n + 1, after)
         return then == 0 or then < now
 
+    def over(self, m: Moment) -> list[str]:
+        """The probes right on `m` that it would take past their selection limit."""
+        return sorted(p for p in self.solve(m) if self.right[p] + 1 > limit(p) * (self.n + 1))
+
     def add(self, m: Moment) -> None:
         self.n += 1
         self.right.update(self.solve(m))
 
 
-def select(candidates: list[Moment], cat: Catalog, solve: Solver, caps: Caps = DEFAULT) -> list[Moment]:
+def select(candidates: list[Moment], cat: Catalog, solve: Solver, caps: Caps = DEFAULT,
+           refused: dict[str, str] | None = None, key: Callable[[Moment], str] = lambda m: m.subject) -> list[Moment]:
+    """The packets that become tasks (module docstring). `refused` gets, by `key`, each candidate the
+    adversarial filter kept out at its last try, with the probes whose limit it would have passed."""
     order = {f: i for i, f in enumerate(priority_order())}
+    blocked: dict[str, str] = {}
     pick = _Picker(caps)
     tally = _Filter(solve)
 
-    shapes: Counter[tuple[str, str]] = Counter()  # (class, shape) of the tasks kept so far
-
     def by_shape(ms: list[Moment]) -> list[Moment]:
-        """A subject's packets, the shape its class has least of first: what a packet rests on (the words
-        "together with ...") must not tell its class."""
-        return sorted(ms, key=lambda m: (shapes[(m.reference_class.value, m.shape)], h("shape", m.subject, m.shape)))
+        """A subject's packets in an order fixed by the subject alone (a hash): what a packet rests on (the words
+        "together with ...") must not tell its class, and a subject is framed the same way whatever else is
+        compiled beside it."""
+        return sorted(ms, key=lambda m: h("shape", m.subject, m.shape))
 
     def keep(m: Moment) -> None:
         pick.keep(m)
         tally.add(m)
-        shapes[(m.reference_class.value, m.shape)] += 1
 
     defect_subjects: dict[str, list[Moment]] = defaultdict(list)
     for m in candidates:
@@ -116,6 +128,7 @@ def select(candidates: list[Moment], cat: Catalog, solve: Solver, caps: Caps = D
             if pick.fits(m):
                 keep(m)
                 break
+            blocked.setdefault(key(m), pick.why_not(m))
     defective = list(pick.kept)
 
     def clean_support(m: Moment) -> bool:
@@ -125,15 +138,28 @@ def select(candidates: list[Moment], cat: Catalog, solve: Solver, caps: Caps = D
     for m in sorted((m for m in candidates if not is_defect(m) and (not budgeted(m) or clean_support(m))),
                     key=lambda m: (m.shape != "calibration", h("shape", m.subject, m.shape))):
         by_subject[m.subject].append(m)
-    subjects = sorted(by_subject, key=lambda s: h("subject", s))
+    def own(s: str) -> bool:
+        """A fact about this very item (a stale checksum file of it): its own task comes before the packets that
+        rest on it."""
+        return any(f.endswith(f":{s}") for m in by_subject[s] for f in m.gold_facts if f.startswith("resolved:"))
+
+    subjects = sorted(by_subject, key=lambda s: (not own(s), h("subject", s)))
 
     def take(ss: list[str]) -> bool:
         """The first packet of these subjects that fits and that the filter admits."""
         for s in ss:
             for m in by_shape(by_subject[s]):
-                if pick.fits(m) and tally.admits(m):
+                if not pick.fits(m):
+                    blocked.setdefault(key(m), pick.why_not(m))
+                    continue
+                if tally.admits(m):
                     keep(m)
+                    blocked.pop(key(m), None)
                     return True
+                over = tally.over(m)
+                blocked[key(m)] = ", ".join(_short(p) for p in over[:3]) + (
+                    f" and {len(over) - 3} more" if len(over) > 3 else "") + \
+                    f" would pass {MARGIN:.0%} under its limit"
         return False
 
     def hard(s: str) -> bool:
@@ -169,7 +195,14 @@ def select(candidates: list[Moment], cat: Catalog, solve: Solver, caps: Caps = D
         _round_robin(subjects, cat, pick.used, take, once=False)
         if len(pick.kept) == before:
             break
+    if refused is not None:
+        kept = {key(m) for m in pick.kept}
+        refused.update({k: v for k, v in sorted(blocked.items()) if k not in kept})
     return pick.kept
+
+
+def _short(probe: str) -> str:
+    return probe.replace("rules:", "rules ").replace("always:", "always ")
 
 
 def _round_robin(subjects: list[str], cat: Catalog, used: set[str], take: Callable[[list[str]], bool],

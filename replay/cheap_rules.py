@@ -9,7 +9,7 @@ packet (with the calibration-keyword items when the question leaves a calibratio
 
 `status_blind` is the decision list of the rules that compare no fact (outcome, names, successor, calibration
 keyword): the policy a reader of status and names would write. Every list is scored on a task from one survey
-of it (the same requests for every rule), so trying all 259 lists costs one episode a task.
+of it (the same requests for every rule), so trying all 400 lists costs one episode a task.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from itertools import permutations
 from typing import Any
 
@@ -133,6 +134,27 @@ def calibration_keyword(s: Seen) -> dict[str, Any] | None:
     return {"action": Action.SUBMIT_RISK_PACKET.value, "payload": s.packet()}
 
 
+def _alnum(title: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", title.split(" (", 1)[0].lower())
+
+
+def name_match(s: Seen) -> dict[str, Any] | None:
+    """The question leaves a calibration to the agent: take the calibration item whose name is most like the
+    subject's (`..._RR200_...` and `RR 200 beam profile`); localize it when it came back unavailable, else submit
+    it with the named packet (names only: no cell of the subject read)."""
+    if not s.reading.calibration or s.reading.subject is None:
+        return None
+    by_id = {e.evidence_id: e for e in s.view.menu}
+    subject = _alnum(by_id[s.reading.subject].title)
+    cals = [e for e in s.calibrations if e in s.outcomes and e != s.reading.subject]
+    if not cals:
+        return None
+    best = max(cals, key=lambda e: (SequenceMatcher(None, subject, _alnum(by_id[e].title)).ratio(), e))
+    if s.outcomes[best] == "unavailable":
+        return {"action": Action.LOCALIZE_MISSING_EVIDENCE.value, "payload": [best]}
+    return {"action": Action.SUBMIT_RISK_PACKET.value, "payload": [*s.named, best]}
+
+
 def _hashes(obs: dict[str, Any]) -> set[str]:
     return {h for f in obs.get("facts", []) for h in HEX40.findall(f.get("statement", ""))}
 
@@ -178,12 +200,13 @@ RULES: dict[str, Rule] = {
     "unavailable": unavailable,
     "successor": successor,
     "calibration_keyword": calibration_keyword,
+    "name_match": name_match,
     "two_release_hashes": two_release_hashes_escalate,
     "unheld_subject": unheld_subject,
     "odd_subject": odd_subject,
     "odd_support": odd_support,
 }
-STATUS_BLIND = ("unavailable", "successor", "calibration_keyword")  # no fact compared
+STATUS_BLIND = ("unavailable", "successor", "calibration_keyword")  # no fact compared (names: name_match, a rule)
 
 
 def default(s: Seen) -> dict[str, Any]:
@@ -198,7 +221,7 @@ def decide(s: Seen, names: Sequence[str]) -> dict[str, Any]:
 
 
 def combinations() -> list[tuple[str, ...]]:
-    """Every decision list of one to three distinct rules, in order (7 + 42 + 210)."""
+    """Every decision list of one to three distinct rules, in order (8 + 56 + 336)."""
     return [c for k in range(1, MAX_RULES + 1) for c in permutations(RULES, k)]
 
 

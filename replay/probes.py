@@ -185,6 +185,14 @@ def unheld_flag(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]
     return _pull_then(targets, view, history, finish)
 
 
+def named_packet(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]],
+                 rng: random.Random) -> dict[str, Any]:
+    """Request exactly the items the question names, then submit them: "the packet is what it says"."""
+    targets = named_items(view)
+    return _pull_then(targets, view, history, lambda: {"action": Action.SUBMIT_RISK_PACKET.value,
+                                                       "payload": list(targets)})
+
+
 def pull_all(view: TaskView, answer: TaskAnswer, history: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:
     targets = [e.evidence_id for e in view.menu]
     return _pull_then(targets, view, history, lambda: _judge(history, targets))
@@ -222,6 +230,8 @@ register("probe:unheld_flag", unheld_flag, kind="probe",
          about="flags whatever this copy does not hold the bytes of")
 register("probe:chained_rules", chained_rules, kind="probe",
          about="chains the probe rules: unavailable -> localize, odd support -> escalate, odd or unheld subject -> flag")
+register("probe:named_packet", named_packet, kind="probe",
+         about="requests the items the question names, then submits exactly them")
 register("probe:pull_all", pull_all, kind="probe", about="pulls the whole menu, then judges by whether anything looks odd")
 register("probe:flag_all", _blanket(Action.FLAG_SOURCE_DEFECT, True), kind="probe",
          about="pulls the menu, then flags all of it")

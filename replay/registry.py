@@ -82,6 +82,6 @@ def names() -> list[str]:
 def get(name: str) -> PolicySpec:
     registry = _load()
     if name not in registry:
-        raise UsageError(f"unknown policy {name!r}; choose from {', '.join(registry)}, openai:MODEL or "
+        raise UsageError(f"unknown policy {name!r}; choose from {', '.join(names())}, openai:MODEL or "
                          "python:MODULE:FUNCTION")
     return registry[name]

@@ -71,8 +71,10 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
-from scipy import stats
 
+from voe.artifacts.clusters import clustered_mean
+from voe.artifacts.clusters import clusters_of as clusters_of  # the verifiers' name for it
+from voe.artifacts.clusters import t975 as t975
 from voe.artifacts.package import Action, TaskAnswer
 from voe.artifacts.scores import TrajectoryScore, Verdict
 from voe.artifacts.verdict import cost_score, regret
@@ -84,13 +86,6 @@ CODEBOOK = ["reference_path", "valid_inefficient_short", "valid_inefficient_extr
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
-
-
-def t975(df: int) -> float:
-    """The exact 97.5% Student-t quantile (two-sided 95%) for df >= 1 degrees of freedom."""
-    if df < 1:
-        raise ValueError(f"Student-t needs at least 1 degree of freedom, got {df}")
-    return float(stats.t.ppf(0.975, df))
 
 
 def _clip(lo: float, hi: float) -> tuple[float, float]:
@@ -222,32 +217,6 @@ def rate(values_by_pass: dict[int, list[bool]], clusters_by_pass: dict[int, list
                 cluster_method=cluster_method, per_pass=per)
 
 
-def clusters_of(tasks: dict[str, tuple[str, list[str]]]) -> dict[str, str]:
-    """Each task's cluster: the connected group of tasks linked by a shared workflow or a shared gold fact,
-    named by the group's first workflow id. `tasks`: task id -> (workflow id, gold facts)."""
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        while parent.setdefault(x, x) != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    def union(a: str, b: str) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-
-    for workflow, facts in tasks.values():
-        find(workflow)
-        for f in facts:
-            union(workflow, f"\x00fact|{f}")  # a fact sorts before any workflow: never a group's name
-    name: dict[str, str] = {}
-    for workflow, _ in sorted(tasks.values()):
-        name.setdefault(find(workflow), workflow)
-    return {t: name[find(wf)] for t, (wf, _) in tasks.items()}
-
-
 def score_trajectory(tr: dict[str, Any], verdict: Verdict, answer: TaskAnswer, horizon: int, *,
                      steps: Sequence[StepLabel] = (), cluster: str = "") -> TrajectoryScore:
     """The trajectory's metrics and codebook label; `steps` are its step labels (verifiers/labels.py), from which
@@ -327,8 +296,10 @@ def summarize(scores: list[TrajectoryScore], policy: str, passes: int) -> dict[s
 
 
 def paired(a: list[TrajectoryScore], b: list[TrajectoryScore]) -> dict[str, Any]:
-    """Per-task validity (mean over passes) of A minus B, over the tasks both ran; t-interval of the mean (exact
-    t_{0.975, tasks-1})."""
+    """Per-task validity (mean over passes) of A minus B, over the tasks both ran, with the interval clustered as
+    the headline is (each task's cluster: TrajectoryScore.cluster, by workflow and gold fact), the discordant tasks
+    and the clusters they fall in; the unclustered t-interval is kept beside it (`ci95_unclustered`), never the
+    headline: tasks of one cluster are not independent."""
     def per_task(xs: list[TrajectoryScore]) -> dict[str, float]:
         acc: dict[str, list[bool]] = defaultdict(list)
         for s in xs:
@@ -336,12 +307,18 @@ def paired(a: list[TrajectoryScore], b: list[TrajectoryScore]) -> dict[str, Any]
         return {k: sum(v) / len(v) for k, v in acc.items()}
 
     pa, pb = per_task(a), per_task(b)
+    cluster = {s.task_id: s.cluster or s.task_id for s in [*a, *b]}
     common = sorted(set(pa) & set(pb))
-    diffs = [pa[t] - pb[t] for t in common]
+    diffs = {t: pa[t] - pb[t] for t in common}
     if not diffs:
         return {"tasks": 0}
-    m = sum(diffs) / len(diffs)
-    sd = math.sqrt(sum((d - m) ** 2 for d in diffs) / (len(diffs) - 1)) if len(diffs) > 1 else 0.0
-    h = t975(len(diffs) - 1) * sd / math.sqrt(len(diffs)) if len(diffs) > 1 else 0.0
-    return {"tasks": len(common), "mean_difference": m, "ci95": [m - h, m + h],
-            "a_only_valid": sum(1 for t in common if pa[t] > pb[t]), "b_only_valid": sum(1 for t in common if pb[t] > pa[t])}
+    m, h, g = clustered_mean(diffs, cluster)
+    values = list(diffs.values())
+    sd = math.sqrt(sum((d - m) ** 2 for d in values) / (len(values) - 1)) if len(values) > 1 else 0.0
+    hu = t975(len(values) - 1) * sd / math.sqrt(len(values)) if len(values) > 1 else 0.0
+    discordant = [t for t in common if pa[t] != pb[t]]
+    return {"tasks": len(common), "mean_difference": m, "ci95": [m - h, m + h], "clusters": g,
+            "method": "clustered by workflow and gold fact" if g >= 2 else "one cluster: no interval",
+            "ci95_unclustered": [m - hu, m + hu],
+            "a_only_valid": sum(1 for t in common if pa[t] > pb[t]), "b_only_valid": sum(1 for t in common if pb[t] > pa[t]),
+            "discordant_tasks": discordant, "discordant_clusters": sorted({cluster[t] for t in discordant})}

@@ -131,10 +131,12 @@ def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[s
     usage_rows: list[Row] = [[p, *[("-" if s.get("usage", {}).get(k) is None else str(s["usage"][k]))
                                    for k in ("calls", "tokens_in", "tokens_out", "cost")]]
                              for p, s in zip(policy, summaries, strict=True)]
-    pair_head = ["policy", "against", "tasks", "mean difference (95% CI)", "only this valid", "only the other valid"]
+    pair_head = ["policy", "against", "tasks", "mean difference (clustered 95% CI)", "discordant tasks (clusters)",
+                 "only this valid", "only the other valid"]
     pair_rows: list[Row] = [
         [p, pr["against"], str(pr["tasks"]),
          f"{pr.get('mean_difference', 0.0):+.3f} [{pr['ci95'][0]:+.3f}, {pr['ci95'][1]:+.3f}]" if pr["tasks"] else "-",
+         f"{len(pr.get('discordant_tasks', []))} ({len(pr.get('discordant_clusters', []))})" if pr["tasks"] else "-",
          str(pr.get("a_only_valid", 0)), str(pr.get("b_only_valid", 0))]
         for p, pr in zip(policy, paired or [], strict=False)]
     task_head = ["task", "family", "policy", "valid passes", "cost score", "codebook label"]

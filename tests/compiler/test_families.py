@@ -19,9 +19,11 @@ def test_every_family_has_one_spec_and_a_rule_and_every_rule_is_in_the_chain_onc
 
 def test_the_chain_is_the_documented_order() -> None:
     assert [(r.family.value, r.name) for r in families.rules()] == [
-        ("missing_evidence", "removed"), ("packet_submission", "renamed"), ("source_integrity", "defective"),
-        ("packet_escalation", "defective_support"), ("calibration_sufficiency", "calibrated"),
-        ("packet_submission", "corrected"), ("packet_submission", "clean")]
+        ("missing_evidence", "removed"), ("missing_evidence", "calibration_named"), ("packet_submission", "renamed"),
+        ("packet_submission", "replaced"), ("source_integrity", "defective"), ("packet_escalation", "defective_support"),
+        ("packet_escalation", "calibration_claimed"), ("packet_escalation", "unstated_change"),
+        ("packet_escalation", "material_conflict"), ("calibration_sufficiency", "calibrated"),
+        ("packet_submission", "resolved"), ("packet_submission", "corrected"), ("packet_submission", "clean")]
     assert families.priority_order()[0] == Family.SOURCE_INTEGRITY
 
 

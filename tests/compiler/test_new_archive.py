@@ -1,14 +1,18 @@
 """A new archive, one no other test has seen, compiles without a code change, passes the same gate, and yields
-every decision it supports (issue 29, "reach").
+every decision it supports (issue 29, "reach"; issue 41, decisions that need reading).
 
 The archive is written into tmp_path: NERDm records built on the header of the real mds2-4103 record (read in
-place) with components of their own, and a plain folder of release notes in the AM Bench summary format. One
-of each pattern a real archive holds: checksum files that agree and one that does not; a readme whose checksum
-file the record marks invalid (a flag, and packets resting on it escalate); a placeholder media type (a flag)
-beside a CSV labelled as Excel (the type Windows gives .csv: not a defect); a checksum file that describes a
-file the record does not list (missing evidence); a beam profile and an uncertainty analysis the record names
-for the absorption data (calibration); files a release removed, renamed and corrected, as its changelog states,
-and the same kinds of change that no changelog states (no task).
+place) with components of their own, a plain folder of release notes in the AM Bench summary format, and a
+metadata workbook. One of each pattern a real archive holds: checksum files that agree and one that does not; a
+readme whose checksum file the record marks invalid (a flag, and packets resting on it escalate) and, in another
+record, one whose stale checksum file a byte-identical copy with a valid one resolves (a submission); a
+placeholder media type (a flag) beside a CSV labelled as Excel (the type Windows gives .csv: not a defect); a
+checksum file that describes a file the record does not list (missing evidence); results whose description
+names another material than the record (an escalation); files a release removed, renamed and corrected, as its
+changelog states, a removal whose statement names its replacement, changes no changelog states (one batch of
+one-byte edits, and a single change: escalations), and the same kinds of removal and rename that no changelog
+states (no task); measurement rows whose calibration cells name another row (calibration), a calibration the
+archive holds nowhere (missing evidence) and a dated claim (an escalation).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from voe.artifacts.package import load_package
-from voe.compiler.package import gate_table
+from voe.compiler.package import gate_table, since
 from voe.graph import Graph
 from voe.ingest import ingest_paths
 from voe.replay.admission import compile_package
@@ -90,6 +94,35 @@ def _summary(rows: dict[str, list[tuple[str, str, int]]]) -> str:
             + "</table><h2>Summary of Changes:</h2>\n</body>\n</html>\n")
 
 
+def _workbook(path: Path) -> None:
+    """A metadata workbook of measurements (the AM Bench shape): rows that name another row as their calibration,
+    rows that name calibrations nothing holds, a row whose calibration is a dated claim, and the template's
+    guidance row."""
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "Hardness_testing"
+    sheet.append(["Human_readonly", "Measurement_identifier", "Calibration_Y_or_N", "Calibration_type",
+                  "Calibration_measurement_identifier", "Calibration_data_description"])
+    sheet.append(["Y", None, "is this measurement for calibration or not. Enter Y or N", None,
+                  "Provide calibration measurement identifier", "text"])
+    sheet.append(["N", "NL_HV_CAL_01", "Y", None, None, "NA"])
+    sheet.append(["N", "NL_HV_CAL_02", "Y", None, None, "NA"])
+    for i in range(1, 4):
+        sheet.append(["N", f"NL_HV_A{i}", "N", "Force", "NL_HV_CAL_01", "NA"])
+    for i in range(1, 4):
+        sheet.append(["N", f"NL_HV_B{i}", "N", "Force", "NA", "Indenter block certificate 7731 and load check"])
+    for i in range(1, 4):
+        sheet.append(["N", f"NL_HV_C{i}", "N", "Force", "NA", "Reference hardness block series QZ-4"])
+    for i in range(1, 3):
+        sheet.append(["N", f"NL_HV_D{i}", "N", "Force", "NA", "load cell calibrated 2023-04-11, rechecked 2024-01"])
+    for i in range(1, 3):
+        sheet.append(["N", f"NL_HV_E{i}", "N", "Displacement", "NL_HV_CAL_02", "NA"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    book.save(path)
+
+
 def _releases(root: Path) -> Path:
     sha = lambda s: hashlib.sha1(s.encode()).hexdigest()  # noqa: E731
     rows: dict[str, list[tuple[str, str, int]]] = {}
@@ -104,6 +137,12 @@ def _releases(root: Path) -> Path:
     rows["NL-Log-W1.xml"] = [("1.0.0", sha("w1"), 400)]  # "renamed" by name to NL_Log_W1.xml: no statement
     rows["NL_Log_W1.xml"] = [("1.1.0", sha("w1-new"), 410)]
     rows["NL-Part-N1.xml"] = [("1.1.0", sha("n1"), 500)]
+    for i in range(1, 4):  # removed; the statement names the document that replaces them
+        rows[f"NL-Weld-R{i}.xml"] = [("1.0.0", sha(f"r{i}"), 300 + i)]
+    rows["NL-Weld-R1-R2-R3-M1.xml"] = [("1.1.0", sha("r-merged"), 350)]
+    for i in range(1, 6):  # changed by one byte each, in one batch, and no changelog item says so
+        rows[f"NL-Bead-B{i}.xml"] = [("1.0.0", sha(f"b{i}"), 1000 + i), ("1.1.0", sha(f"b{i}-edited"), 999 + i)]
+    rows["NL-Bead-Q1.xml"] = [("1.0.0", sha("q1"), 1200), ("1.1.0", sha("q1-edited"), 1250)]  # a single such change
     folder = root / "newlab-releases"
     notes = folder / "release-notes"
     notes.mkdir(parents=True)
@@ -113,7 +152,10 @@ def _releases(root: Path) -> Path:
         "1. Removed the XML documents 'NL-Part-X1.xml' and 'NL-Part-X2.xml' for the specimens 'NL-Part-X1'\n"
         "   and 'NL-Part-X2', which were withdrawn.\n"
         "2. Replaced the prefix 'NL-Scan-' by 'NL_Scan_' for every scan measurement.\n"
-        "3. Corrected the shape of material 'NL-Mat-Z1' in 'NL-Mat-Z1.xml'.\n")
+        "3. Corrected the shape of material 'NL-Mat-Z1' in 'NL-Mat-Z1.xml'.\n"
+        "4. Uploaded the XML document 'NL-Weld-R1-R2-R3-M1.xml' for the merged weld specimen. Removed the XML\n"
+        "   documents 'NL-Weld-R1.xml', 'NL-Weld-R2.xml' and 'NL-Weld-R3.xml'.\n")
+    _workbook(folder / "metadata" / "NewLab Measurements.xlsx")
     return folder
 
 
@@ -127,6 +169,7 @@ def _new_archive(archives: Path, root: Path) -> list[Path]:
     lab.sidecar("Porosity/withdrawn_scan.csv", _digest("a digest of a file the record does not list"))
     lab.file("Spot_Calibrated_Absorption.csv", "text/csv", "Time-dependent absolute absorption of the spot test.")
     lab.file("Scan_Calibrated_Absorption.csv", "text/csv", "Time-dependent absolute absorption of the scan test.")
+    # a beam profile beside the absorption data: no statement names it their calibration, so it is none
     lab.file("Beam_Profile_Normalized.csv", "text/csv", "Beam profile data whose integral is normalized to 1.")
     lab.file("Absorption_Uncertainty_Analysis.pdf", "application/pdf",
              "Uncertainty analysis of the absorptivity data given in this dataset.")
@@ -135,7 +178,17 @@ def _new_archive(archives: Path, root: Path) -> list[Path]:
     blocked.folder("Tracks", ["b.csv"])
     blocked.folder("Images", ["c.csv"])
     blocked.folder("Widths", ["d.csv"], bad={"d.csv"})
-    return [lab.write(root), blocked.write(root), _releases(root)]
+    steel = _Record(archives, 9003, "Generated melt pool record 9003: laser melting of 316L stainless steel plate",
+                    readme_valid=False)
+    steel.doc["description"] = ["Melt pool widths of single tracks on 316L stainless steel plate."]
+    steel.folder("Tracks", ["g.csv", "h.csv"])
+    readme = steel.comps[0]  # the readme's copy in Tracks/, byte-identical, with a valid checksum file that agrees
+    steel.comps.append({**copy.deepcopy(readme), "@id": "cmps/Tracks/9003_ReadMe.txt", "filepath": "Tracks/9003_ReadMe.txt"})
+    steel.sidecar("Tracks/9003_ReadMe.txt", _digest(readme["checksum"]["hash"]))
+    steel.file("Cu_Track_Widths.csv", "text/csv", "Melt pool widths of single tracks on copper plate.")
+    steel.file("Cu_Track_Depths.csv", "text/csv", "Melt pool depths of single tracks on copper plate.")
+    steel.file("Track_Heights.csv", "text/csv", "Track heights on the plate.")
+    return [lab.write(root), blocked.write(root), steel.write(root), _releases(root)]
 
 
 def _by_family(pkg: Path) -> tuple[dict[str, set[str]], Any, Any]:
@@ -155,37 +208,69 @@ def test_a_new_archive_yields_each_decision_it_supports_and_passes_the_gate(grap
     summary = compile_package(graph, tmp_path / "pkg")
     assert summary.gate_passed, gate_table(summary)
     found, answers, manifest = _by_family(tmp_path / "pkg")
+    views, evidence, _, _ = load_package(tmp_path / "pkg")
     assert set(found) == {"source_integrity", "missing_evidence", "packet_escalation", "packet_submission",
                           "calibration_sufficiency"}, found
-    # the defects are the ones written into the archive, and nothing else: not the CSV labelled as Excel
+    # the defects are the ones written into the archive, and nothing else: not the CSV labelled as Excel, not the
+    # readme whose stale checksum file a valid copy resolves
     assert found["source_integrity"] <= {"Hardness", "Widths", "9002_ReadMe", "Spot_Xray_Movie"}
-    assert {"Spot_Xray_Movie", "9002_ReadMe"} <= found["source_integrity"]
-    assert found["packet_escalation"] <= {"Layers", "Tracks", "Images"} and found["packet_escalation"]
-    # a checksum file of a file the record does not list; the removals its changelog states, not the others
-    assert found["missing_evidence"] <= {"withdrawn_scan.csv", "NL-Part-X1.xml (release-file-change-summary-1.0.0-"
-                                         "to-1.1.0.html)", "NL-Part-X2.xml (release-file-change-summary-1.0.0-to-"
-                                         "1.1.0.html)"}
-    assert "withdrawn_scan.csv" in found["missing_evidence"]
-    assert found["calibration_sufficiency"] <= {"Spot_Calibrated_Absorption", "Scan_Calibrated_Absorption"}
-    calibration = next(a for a in answers.values() if a.family.value == "calibration_sufficiency")
-    assert {e.rsplit("/", 1)[-1] for e in calibration.reference_payload} >= {"Beam_Profile_Normalized.csv",
-                                                                           "Absorption_Uncertainty_Analysis.pdf"}
+    assert found["source_integrity"] & {"Spot_Xray_Movie", "9002_ReadMe"}
+    # gaps: a checksum file of a file the record does not list, the removals its changelog states (not the others,
+    # not the ones whose statement names a replacement), calibrations measurement rows name and nothing holds
+    gaps = found["missing_evidence"]
+    assert gaps <= {"withdrawn_scan.csv", "NL-Part-X1.xml (release-file-change-summary-1.0.0-to-1.1.0.html)",
+                    "NL-Part-X2.xml (release-file-change-summary-1.0.0-to-1.1.0.html)",
+                    *(f"NL_HV_{x}{i} (Hardness_testing)" for x in "BC" for i in range(1, 4))}
+    assert any(t.startswith("NL_HV_") for t in gaps)
+    for a in answers.values():
+        if a.family.value == "missing_evidence" and evidence[a.binding[0]].provenance == "measurement":
+            assert [evidence[x].title for x in a.reference_payload] in (
+                ["Indenter block certificate 7731 and load check"], ["Reference hardness block series QZ-4"])
+    # calibration: only what a row names, and only held
+    assert found["calibration_sufficiency"] <= {f"NL_HV_{x}{i} (Hardness_testing)" for x in "AE" for i in range(1, 4)}
+    for a in answers.values():
+        if a.family.value == "calibration_sufficiency":
+            cal = [evidence[x].title for x in a.reference_payload if x != a.binding[0]]
+            assert cal in (["NL_HV_CAL_01 (Hardness_testing)"], ["NL_HV_CAL_02 (Hardness_testing)"]), cal
+    escalated = found["packet_escalation"]
+    assert escalated & {"NL_HV_D1 (Hardness_testing)", "NL_HV_D2 (Hardness_testing)"}  # a dated claim, no record
+    assert escalated & {"Cu_Track_Widths", "Cu_Track_Depths"}  # copper results in a stainless steel record
+    assert escalated & {f"NL-{x}.xml (release-file-change-summary-1.0.0-to-1.1.0.html)"
+                        for x in ("Bead-B1", "Bead-B2", "Bead-B3", "Bead-B4", "Bead-B5", "Bead-Q1", "Mat-Z2")}
+    assert "Track_Heights" not in escalated  # names no material: nothing conflicts
+    batch = {f for a in answers.values() for f in a.gold_facts if f.startswith("batch:")}
+    assert len(batch) <= 1 and all(f.endswith("|-1") for f in batch)  # five one-byte edits: one fact
     titles = " ".join(t for ts in found.values() for t in ts)
-    for unstated in ("NL-Part-X3", "NL-Part-X4", "NL-Mat-Z2", "NL-Log-W1"):
-        assert unstated not in titles, unstated  # a change no changelog states decides nothing
+    for unstated in ("NL-Part-X3", "NL-Part-X4", "NL-Log-W1", "Beam_Profile", "Uncertainty"):
+        # a removal or rename no changelog states decides nothing; a keyword in a title is no calibration
+        assert unstated not in titles, unstated
     submitted = found["packet_submission"]
-    assert any(t.startswith("NL-Scan-Y") for t in submitted) or any(t.startswith("NL-Part-X") for t in
-                                                                    found["missing_evidence"])
+    assert submitted & ({f"NL-Weld-R{i}.xml (release-file-change-summary-1.0.0-to-1.1.0.html)" for i in range(1, 4)}
+                        | {"9003_ReadMe", "Tracks"} | {f"NL-Scan-Y{i}.xml (release-file-change-summary-1.0.0-to-"
+                                                       f"1.1.0.html)" for i in (1, 2)})
+    for a in answers.values():
+        subject = evidence[a.binding[0]].title or ""
+        if subject.startswith("NL-Weld-R"):
+            assert [evidence[x].title.split(" ")[0] for x in a.reference_payload if evidence[x].title] [:1] == \
+                ["NL-Weld-R1-R2-R3-M1.xml"]
+        if subject == "9003_ReadMe":
+            assert a.reference_class.value == "submit_risk_packet" and a.gold_facts[0].startswith("resolved:")
     # independent decisions, and the manifest says where they come from
     per_fact = Counter(f for a in answers.values() for f in set(a.gold_facts))
     assert max(per_fact.values()) <= 2 and len(per_fact) >= 0.5 * len(answers)
-    assert set(manifest.counts["by_archive"]) == {"ark:/88434/mds2-9001@1.0.0", "ark:/88434/mds2-9002@1.0.0",
-                                                  "folder:newlab-releases@unversioned"}
+    assert set(manifest.counts["by_archive"]) <= {"ark:/88434/mds2-9001@1.0.0", "ark:/88434/mds2-9002@1.0.0",
+                                                  "ark:/88434/mds2-9003@1.0.0", "folder:newlab-releases@unversioned"}
+    assert manifest.counts["detectable_difference"]["clusters"] >= 2 and views
 
 
-def test_the_shared_archives_with_a_new_one_keep_the_gate_and_the_fact_limits(graph: Graph, archives: Path,
-                                                                             tmp_path: Path) -> None:
-    paths = [archives / s for s in SHARED] + _new_archive(archives, tmp_path)
+def test_the_shared_archives_with_a_new_one_keep_the_gate_the_fact_limits_and_every_shared_task(
+        graph: Graph, archives: Path, tmp_path: Path) -> None:
+    """Growth without loss (issue 41): adding an archive keeps every task of the others, or the manifest names
+    the limit that held it back; `voe compile --since` lists what was added, kept and removed."""
+    assert ingest_paths([archives / s for s in SHARED], graph).errors == []
+    shared = compile_package(graph, tmp_path / "shared")
+    assert shared.gate_passed, gate_table(shared)
+    paths = _new_archive(archives, tmp_path)
     assert ingest_paths(paths, graph).errors == []
     summary = compile_package(graph, tmp_path / "pkg")
     assert summary.gate_passed, gate_table(summary)
@@ -193,8 +278,12 @@ def test_the_shared_archives_with_a_new_one_keep_the_gate_and_the_fact_limits(gr
     per_fact = Counter(f for a in answers.values() for f in set(a.gold_facts))
     assert max(per_fact.values()) <= 2 and len(per_fact) >= 0.5 * len(answers)
     assert manifest.counts["gold_facts"] == len(per_fact) and summary.families_absent == {}
-    # a workflow yields more than one clean submission when its packets rest on different things
-    clean = Counter(a.task_id and next(v.workflow_id for v in load_package(tmp_path / "pkg")[0] if v.task_id == a.task_id)
-                    for a in answers.values() if a.reference_class.value == "submit_risk_packet"
-                    and a.binding[0] in a.reference_payload)
-    assert clean and max(clean.values()) >= 1
+    changes = since(tmp_path / "shared", tmp_path / "pkg")
+    assert changes["added"] and changes["kept"]
+    held = manifest.counts["held_back"]
+    for task, why in changes["removed"].items():  # a shared task is gone only where a limit says why
+        assert task in held and why == held[task], (task, why)
+    assert changes["gold_changed"] == []
+    new = {v.task_id for v in load_package(tmp_path / "pkg")[0]} - {v.task_id for v in load_package(
+        tmp_path / "shared")[0]}
+    assert set(changes["added"]) == new

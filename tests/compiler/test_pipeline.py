@@ -91,16 +91,57 @@ def test_package_has_every_family_and_one_task_per_decision(compiled: dict[str, 
 
 
 def test_missing_evidence_comes_only_from_real_gaps(compiled: dict[str, Any]) -> None:
-    """Every gap is a file a release removed; nothing of the reconstructed catalog or a record reference."""
+    """Every gap is one the archive states: a calibration a measurement row names that nothing holds (located at
+    the cells that name it), a removal a changelog states with nothing named to replace it, or a file a checksum
+    file attests; nothing of the reconstructed catalog or a record reference. A removal whose statement names
+    its replacement is a submission of the replacement (L7/L8/L9 -> L7-L8-L9-O1)."""
     _, evidence, answers, _ = load_package(compiled["root"] / "pkg")
-    gaps = [a.binding[0] for a in answers.values() if a.family.value == "missing_evidence"]
+    gaps = [a for a in answers.values() if a.family.value == "missing_evidence"]
     assert gaps
-    for g in gaps:
-        obj = evidence[g]
-        assert obj.status == "unavailable" and obj.provenance == "release_notes"
-        assert any("changelog" in (f.source or {}).get("path", "") for f in obj.facts), g
+    for a in gaps:
+        for g in a.reference_payload:
+            obj = evidence[g]
+            assert obj.status == "unavailable" and obj.provenance in ("release_notes", "named", "attested"), g
+            if obj.provenance == "named":  # located at the workbook cells that name it, the subject's row among them
+                assert obj.facts and all(f.source and f.source["path"].endswith(".xlsx") for f in obj.facts)
+            if obj.provenance == "release_notes":
+                assert any("changelog" in (f.source or {}).get("path", "") for f in obj.facts), g
     assert not any(o.provenance == "reconstructed" for o in evidence.values())
     assert all(o.status == "referenced" for o in evidence.values() if o.provenance == "referenced")
+    replaced = [a for a in answers.values() if (evidence[a.binding[0]].title or "").startswith(
+        ("AMB2022-718-AMMT-B6-P2-L7.xml", "AMB2022-718-AMMT-B6-P2-L8.xml", "AMB2022-718-AMMT-B6-P2-L9.xml"))]
+    assert replaced
+    for a in replaced:
+        assert a.family.value == "packet_submission" and a.reference_class.value == "submit_risk_packet"
+        assert any((evidence[x].title or "").startswith("AMB2022-718-AMMT-B6-P2-L7-L8-L9-O1.xml")
+                   for x in a.reference_payload)
+
+
+def test_the_decisions_a_curator_signs(compiled: dict[str, Any]) -> None:
+    """The cases of issue 41 decided as a curator would: the 4103 ReadMe, whose root checksum file the record
+    marks invalid while a byte-identical copy's is valid and agrees, is submitted (reading the copy); no task rests
+    on a beam profile or an uncertainty analysis as the calibration of mds2-2525's data (no statement names them
+    so); calibrations come from what measurement rows name; the Al_* results that say aluminium in a Ti-6Al-4V record
+    escalate; the 2.1.0 changes no changelog item states escalate."""
+    _, evidence, answers, _ = load_package(compiled["root"] / "pkg")
+
+    def on(title: str) -> list[TaskAnswer]:
+        return [a for a in answers.values() if (evidence[a.binding[0]].title or "") == title]
+
+    readme = on("ReadMe")
+    assert readme and all(a.reference_class.value == "submit_risk_packet" for a in readme)
+    assert all(any(x.endswith("Cross_Sections/Tracks_Results") for x in a.needed) for a in readme)
+    assert all(a.gold_facts == ["resolved:ev:ark:/88434/mds2-4103@1.0.0/4103_ReadMe.txt"] for a in readme)
+    for a in answers.values():
+        if a.family.value == "calibration_sufficiency":
+            assert all(evidence[x].provenance == "measurement" for x in a.reference_payload)
+        assert not any("Beam Profile" in (evidence[x].title or "") or "Uncertainty" in (evidence[x].title or "")
+                       for x in a.reference_payload)
+    aluminium = [a for a in answers.values() if (evidence[a.binding[0]].title or "").startswith("Al_")]
+    assert aluminium and all(a.reference_class.value == "abstain_or_escalate" for a in aluminium)
+    changes = [a for a in answers.values() if any(f.startswith(("change:", "batch:")) for f in a.gold_facts)]
+    assert changes and all(a.reference_class.value == "abstain_or_escalate" for a in changes)
+    assert all("2.0.0-to-2.1.0" in (evidence[a.binding[0]].title or "") for a in changes)
 
 
 def test_compiling_twice_gives_identical_bytes(compiled: dict[str, Any]) -> None:
@@ -193,14 +234,19 @@ def test_menus_do_not_depend_on_the_family(compiled: dict[str, Any]) -> None:
         assert len(menus) == 1, m.subject
 
 
-def test_task_ids_are_made_from_what_the_policy_sees(compiled: dict[str, Any]) -> None:
-    """An id hashed from hidden inputs (family, gold item) could be inverted by a policy; this one cannot."""
-    import hashlib
+def test_task_ids_are_made_from_the_packet_only(compiled: dict[str, Any]) -> None:
+    """A task's id is its packet (subject, shape, support), all of it named by the question, so the id is
+    computed here from the task view alone: an id hashed from hidden inputs (family, gold facts) could be inverted
+    by a policy; this one cannot, and it does not change when another archive is compiled beside it
+    (tests/compiler/test_new_archive.py)."""
+    from voe.artifacts.question import read
 
     views, _, _, _ = load_package(compiled["root"] / "pkg")
     for v in views:
-        visible = [v.workflow_id, v.question, *(e.evidence_id for e in v.menu)]
-        assert v.task_id == "task:" + hashlib.sha256("\x1f".join(visible).encode()).hexdigest()[:16]
+        r = read(v)
+        shape = "calibration" if r.calibration else "document" if r.support else "alone"
+        visible = ["task", r.subject or "", shape, *r.support]
+        assert v.task_id == "task:" + hashlib.sha256("\x1f".join(visible).encode()).hexdigest()[:16], v.question
 
 
 def test_requests_return_only_what_the_archive_holds(compiled: dict[str, Any]) -> None:
@@ -234,7 +280,8 @@ def test_release_gate(compiled: dict[str, Any]) -> None:
     manifest = json.loads((compiled["root"] / "pkg" / "manifest.json").read_text())
     gate = {r["policy"]: r for r in manifest["gate"]["rows"]}
     assert manifest["gate"]["passed"] and compiled["summary"].gate_passed
-    assert set(gate) >= {"reference", *BASELINES, *(s.short for s in specs("probe")), "text_nn"}
+    assert set(gate) >= {"reference", *BASELINES, *(s.short for s in specs("probe")), "best_rules", "status_blind",
+                         "named_packet"}
     for policy in [*BASELINES, *PROBE_RUNS]:
         name = policy.removeprefix("probe:")
         summary = runs[policy][0]
@@ -245,10 +292,15 @@ def test_release_gate(compiled: dict[str, Any]) -> None:
     for name, row in gate.items():
         if name != "reference" and row["limit"] is not None:
             assert row["valid"] <= tasks * row["limit"], (name, row)
-    assert all(gate[n]["limit"] == 0.4 for n in ("text_nn", "text_nn_random_folds", "tfidf_nn", "tfidf_logreg",
-                                                 "tfidf_nn_5fold", "tfidf_logreg_5fold"))
-    assert all(gate[n]["limit"] == 0.5 for n in ("unheld_flag", "chained_rules", "metadata_logreg", "metadata_bayes",
-                                                 "metadata_logreg_5fold", "metadata_bayes_5fold"))
+    assert all(gate[n]["limit"] == 0.4 for n in ("tfidf_nn_lowo", "tfidf_logreg_lowo"))
+    assert all(gate[n]["limit"] is None for n in ("tfidf_nn_loto", "tfidf_logreg_loto", "structure_forest_loto"))
+    assert all(gate[n]["limit"] == 0.5 for n in ("unheld_flag", "chained_rules", "status_blind", "named_packet",
+                                                 "best_rules", "structure_forest_lowo", "structure_boosting_lowo",
+                                                 "structure_logreg_lowo"))
+    # met with a margin: selection holds every rule 5 points under its limit
+    for name in ("status_blind", "named_packet", "best_rules"):
+        assert gate[name]["rate"] <= 0.45, (name, gate[name])
+    assert gate["best_rules"]["detail"] and not any(r["kind"] == "error" for r in gate.values())
     # null policies: blanket submission and blanket refusal never pull evidence, so nothing they do is grounded
     assert gate["submit_all"]["valid"] == 0 and gate["refuse_all"]["valid"] == 0
 
@@ -335,15 +387,21 @@ def test_score_json_and_report(compiled: dict[str, Any], cli_env: dict[str, str]
     egv = out["evidence_grounded_valid"]
     assert 0 <= egv["ci95"][0] <= egv["mean"] <= egv["ci95"][1] <= 1 and egv["count"] <= egv["n"]
     assert all(0 <= out[k] <= 1 for k in ("useful_precision", "cost_score", "over_submit"))
-    assert out["paired"]["mean_difference"] < 0
+    paired = out["paired"]
+    assert paired["mean_difference"] < 0 and paired["method"] == "clustered by workflow and gold fact"
+    assert paired["ci95"][0] <= paired["mean_difference"] <= paired["ci95"][1] and paired["clusters"] >= 2
+    assert len(paired["discordant_tasks"]) == paired["a_only_valid"] + paired["b_only_valid"]
+    assert paired["discordant_clusters"] and set(paired["ci95_unclustered"]) != set(paired["ci95"])
     ref = compiled["runs"]["reference"][0]
     assert ref["cost_score"] == 1.0 and ref["codebook"] == {"reference_path": 3 * compiled["summary"].tasks}
     clustered = ref["evidence_grounded_valid"]
-    # no fact of the shared archives is shared by two workflows: the clusters are the workflows
-    assert clustered["clusters"] == compiled["summary"].workflows and tuple(clustered["ci95"]) == (1.0, 1.0)
+    # a fact two workflows rest on joins them (a calibration named in two sheets): clusters <= workflows
+    sdd = json.loads((root / "pkg" / "manifest.json").read_text())["counts"]["detectable_difference"]
+    assert clustered["clusters"] == sdd["clusters"] <= compiled["summary"].workflows
+    assert tuple(clustered["ci95"]) == (1.0, 1.0) and 0 < sdd["sdd"] < 1 and sdd["discordant_tasks"] >= 2
     assert clustered["method"].startswith("cluster_robust_t") and "zero width" in clustered["passes_method"]
     rnd = out["evidence_grounded_valid"]  # the random policy: tasks of one workflow are not independent
-    assert rnd["clusters"] == compiled["summary"].workflows and rnd["ci95"][0] <= rnd["mean"] <= rnd["ci95"][1]
+    assert rnd["clusters"] == sdd["clusters"] and rnd["ci95"][0] <= rnd["mean"] <= rnd["ci95"][1]
     no_server = {**cli_env, "NEO4J_URI": "bolt://127.0.0.1:1"}  # the report reads the scores: no Neo4j
     proc = subprocess.run([sys.executable, "-m", "voe.cli", "report", *(str(root / p) for p in BASELINES), "--out",
                            str(root / "report")], capture_output=True, text=True, env=no_server)
