@@ -126,19 +126,22 @@ def load_catalog(graph: Graph) -> Catalog:
     return cat
 
 
-def _copies(graph: Graph, cat: Catalog) -> dict[str, str]:
-    """defect id -> the nearest evidence item holding a valid, agreeing copy of the item (the resolution)."""
-    out: dict[str, tuple[int, str]] = {}
+def _copies(graph: Graph, cat: Catalog) -> dict[str, str | None]:
+    """defect id -> how the archive resolves it: the nearest evidence item holding a valid, agreeing copy of the
+    item, or None when the record's own declarations agree (a stale `valid: false`: the data resolve it). A copy
+    is preferred: it is what a reader checks the item by."""
+    best: dict[str, tuple[int, int, str, str | None]] = {}
     for r in graph.query(RESOLVED_QUERY):
         if r["copy_evidence"] not in cat.rows:
             continue
-        best = out.get(r["defect_id"])
-        if best is None or (r["depth"], r["copy_evidence"]) < best:
-            out[r["defect_id"]] = (r["depth"], r["copy_evidence"])
-    return {d: e for d, (_, e) in out.items()}
+        by_copy = r["how"] == "copy"
+        key = (0 if by_copy else 1, int(r["depth"]), str(r["copy_evidence"]), r["copy_evidence"] if by_copy else None)
+        if r["defect_id"] not in best or key[:3] < best[r["defect_id"]][:3]:
+            best[r["defect_id"]] = key
+    return {d: k[3] for d, k in best.items()}
 
 
-def _bind_defects(graph: Graph, cat: Catalog, copies: dict[str, str]
+def _bind_defects(graph: Graph, cat: Catalog, copies: dict[str, str | None]
                   ) -> tuple[dict[str, list[str]], set[str], dict[str, list[str]]]:
     """A defect in Cross_Sections/Tracks_Results shows on Cross_Sections too: bind it to the nearest folder.
     Only defects whose kind leads to a flag bind (ingest/rules/defects.py GOLDS); an item with a finding of our own
@@ -157,12 +160,17 @@ def _bind_defects(graph: Graph, cat: Catalog, copies: dict[str, str]
     for did, r in sorted(nearest.items()):
         verdict = decision(str(r["defect_kind"]))
         if did in copies and copies[did] != r["evidence_id"]:
-            resolved[r["evidence_id"]].append(copies[did])
+            resolved[r["evidence_id"]].extend([c for c in [copies[did]] if c is not None])
         elif verdict is Decision.FLAG:
             out[r["evidence_id"]].append(did)
         elif verdict is Decision.UNDECIDED:
             undecided.add(r["evidence_id"])
     return dict(out), undecided - set(out), {e: sorted(set(c)) for e, c in resolved.items() if e not in out}
+
+
+def is_resolved(cat: Catalog, e: str) -> bool:
+    """The item's checksum-file defects are all resolved by the archive (a copy, or the record's own data)."""
+    return e in cat.resolved
 
 
 def readme_of(cat: Catalog, e: str) -> str | None:
@@ -196,6 +204,20 @@ def unstated_change(row: dict[str, Any]) -> bool:
     and no item covers wholesale (a schema change, all documents of a kind replaced)."""
     return row.get("provenance") == "release_notes" and row.get("release_status") == "changed" \
         and row.get("release_coverage") == "none"
+
+
+def version_change(row: dict[str, Any]) -> str | None:
+    """How the release histories cover a change of the item between two versions the archive holds (a file whose
+    declared digest or size changed, or that the later version no longer lists): `stated` (a statement speaks of
+    data), `denied` (every statement speaks only of metadata), `none` (no statement); None: no such change."""
+    if row.get("version_status") not in ("changed", "removed"):
+        return None
+    return str(row.get("version_coverage") or "none")
+
+
+def version_facts(row: dict[str, Any]) -> list[str]:
+    """The statements of one release cover (or fail to cover) every change it made: one fact a transition."""
+    return [f"version:{row['record_id']}|{row.get('version_from')}->{row.get('version_to')}"]
 
 
 def material_conflict(cat: Catalog, e: str) -> tuple[set[str], set[str]] | None:

@@ -67,20 +67,38 @@ def table() -> str:
     lines += ["", "## The families' rules, in the order they decide a packet", "",
               "Every packet (a subject and what it rests on) goes down this chain (`CHAIN` in "
               "`compiler/families/__init__.py`); the first rule that applies decides its gold.", "",
-              "| # | family | rule | gold | when |", "|---|---|---|---|---|"]
+              "| # | family | rule | gold | when | the curator's reason |", "|---|---|---|---|---|---|"]
     for n, r in enumerate(families.rules(), start=1):
-        lines.append(f"| {n} | `{r.family.value}` | `{r.name}` | {r.gold} | {_cell(r.doc)} |")
+        lines.append(f"| {n} | `{r.family.value}` | `{r.name}` | {r.gold} | {_cell(r.doc)} | {_cell(r.why)} |")
+    lines += ["", "## What a measurement's metadata states about its calibration", "",
+              "`ingest/rules/calibration.py` reads each calibration cell of a measurement row (a metadata workbook "
+              "with `Measurement_identifier` and `Calibration_*` columns); the first that applies:", "",
+              "| the cell | what it is | the decision it leads to |", "|---|---|---|",
+              "| in `Calibration_measurement_identifier` | a reference to another measurement, resolved against the "
+              "workbook's identifiers | held: `calibration_sufficiency`; held nowhere: `missing_evidence` |",
+              "| an address (http, Globus) | a calibration held outside the archive | none (like a record reference) |",
+              "| a verb of calibrating and a date, no record named (\"calibrated 2021-02-03\") | a claim | "
+              "`packet_escalation` |",
+              "| anything else (\"RR 25 beam profile and power meter measurements\") | a named calibration, resolved "
+              "against identifiers and file names | held: `calibration_sufficiency`; held nowhere: `missing_evidence` |",
+              "| `NA`, `Link`, `text`, the template's guidance, `Calibration_type`, a number | nothing | none |"]
     lines += ["", "## Which packets become tasks", "",
               f"- At most {DEFAULT.fact} tasks rest on one gold fact (a defect of one item, one changelog statement, "
               "one gap, one clean subject, one calibration); every task records its facts (`gold_facts` in "
               "answers.jsonl) and the manifest counts them. A subject is one task.",
               "- A rename, correction or removal is a gold only where a changelog of that release states it "
               "(an item that names the file, or states the prefix replacement that maps the old name to the "
-              "new); the stating lines are among the item's locations. A change the release summary's table "
-              "shows and no changelog states decides nothing.",
+              "new); the stating lines are among the item's locations. A removal or rename the release summary's "
+              "table shows and no changelog states decides nothing. A change of a document's hash no changelog item "
+              "names or covers is an unstated change (an escalation); one covered only by an item about the whole "
+              "release (the schema changed, all blobs replaced) decides nothing.",
               "- Every defect is kept. The other packets (renames, calibrations, corrections, contrasts, gaps, hard "
-              "negatives, then the other workflows) join while no rule probe of the release gate would be right on "
-              "more than its limit of the package (adversarial filtering, compiler/select.py).",
+              "negatives, then the other workflows) join while no rule probe of the release gate, no decision list of "
+              "up to three cheap rules and no constant classifier would come within 5 points of its limit "
+              "(adversarial filtering with a margin, compiler/select.py); the manifest's `held_back` says why each "
+              "candidate that is not a task was kept out.",
+              "- A task's id is its packet (subject, support, a calibration left to the agent): compiled beside "
+              "another archive, it keeps its id; `voe compile --since OLD` lists what was added, kept and removed.",
               "- A family the data cannot support is absent, with the reason in the manifest "
               "(`counts.families_absent`).", ""]
     return "\n".join(lines)

@@ -89,9 +89,11 @@ def is_subject(cat: Catalog, e: str, release_seen: set[tuple[str, str]]) -> bool
         return True
     if row["provenance"] == "named":
         return False  # a calibration a measurement names: the measurement is the subject
+    if row["provenance"] == "version_notes":  # a file a later version dropped: a subject unless a statement covers it
+        return row.get("version_coverage") in ("denied", "none")
     if row["provenance"] == "measurement":
         return not row.get("calibration_flag") and bool(named_calibrations(cat, e) or row.get("calibration_claims"))
-    if row["kind"] not in SUBJECT_KINDS and not cat.own_defects.get(e) and not cat.resolved.get(e):
+    if row["kind"] not in SUBJECT_KINDS and not cat.own_defects.get(e) and e not in cat.resolved:
         return False
     if _is_container(cat, e) and not cat.own_defects.get(e):  # a defect bound to a folder is its decision
         return False

@@ -158,6 +158,9 @@ def observe(row: dict[str, Any]) -> EvidenceObject:
                               **common)
     if row["provenance"] == "measurement" and row["available"]:
         return _measurement(row, common)
+    if row["provenance"] == "version_notes":  # a file an earlier version listed and this one does not
+        return EvidenceObject(status="unavailable", metadata={"version": row.get("version_to")},
+                              facts=[*_version_facts(row), *_record_facts(row)], **common)
     if row["provenance"] == "named":
         # what the archive says of a calibration it names and does not hold: the cells that name it
         cells = sorted((loc for loc in located if loc.get("cell")), key=_cell_order)
@@ -196,10 +199,47 @@ def observe(row: dict[str, Any]) -> EvidenceObject:
     if row.get("description"):
         facts.append(ObservedFact(statement=f"The record describes it: {str(row['description'])[:MAX_DESCRIPTION]}",
                                   source=source))
-    if row.get("record_description"):
-        facts.append(ObservedFact(statement=f"The record {row['ark']} describes its data: "
-                                  f"{str(row['record_description'])[:MAX_DESCRIPTION]}", source=_record_root(row)))
+    facts.extend(_record_facts(row))
+    facts.extend(_version_facts(row))
     return EvidenceObject(status="archived", metadata=meta, facts=facts, **common)
+
+
+def _record_facts(row: dict[str, Any]) -> list[ObservedFact]:
+    """What the record says of its data and of its versions, for every item of it alike."""
+    out = []
+    if row.get("record_description"):
+        out.append(ObservedFact(statement=f"The record {row['ark']} describes its data: "
+                                f"{str(row['record_description'])[:MAX_DESCRIPTION]}", source=_record_root(row)))
+    if row.get("record_history"):
+        at = row.get("record_history_at") or {}
+        out.append(ObservedFact(statement=f"The record's release history (version, issued, description): "
+                                f"{row['record_history']}",
+                                source=_source(at.get("path"), at.get("locator"), at.get("sha256"))))
+    return out
+
+
+def _version_facts(row: dict[str, Any]) -> list[ObservedFact]:
+    """What an earlier version of the record held of the item (another snapshot of the record), beside what the
+    release histories say of the versions since: the comparison is the agent's."""
+    if not row.get("version_status"):
+        return []
+    try:
+        before = json.loads(row.get("version_before_json") or "[]")
+    except ValueError:
+        before = []
+    out = []
+    for b in before:
+        at = b.get("source") or {}
+        out.append(ObservedFact(statement=f"Version {row.get('version_from')} of the record lists {b.get('path')}: "
+                                f"{b.get('size') if b.get('size') is not None else 'no'} bytes, "
+                                f"sha256 {b.get('sha256') or 'not stated'}.",
+                                source=_source(at.get("path"), at.get("locator"), at.get("sha256"))))
+    for loc in row["locations"]:
+        if loc.get("text") and str(loc.get("locator") or "").endswith("/description") and "hasRelease" in str(
+                loc.get("locator")):
+            out.append(ObservedFact(statement=f"{loc.get('path')} {loc.get('locator')}: {loc['text']}",
+                                    source=_source(loc.get("path"), loc.get("locator"), loc.get("sha256"))))
+    return out
 
 
 def _record_root(row: dict[str, Any]) -> dict[str, Any] | None:

@@ -328,12 +328,14 @@ FAMILY_ORDER = priority_order()  # compiler/families/: each family's priority
 # family's gold would be weak, so none is shipped).
 ABSENT: dict[str, str] = {
     "source_integrity": "no item of these archives has a defect that breaks provenance or checkability",
-    "missing_evidence": "these archives attest no item they cannot supply (no stated removal, no checksum file "
-                        "of a file the record lacks)",
-    "calibration_sufficiency": "no item of these archives is named, by its title or the record's description, as "
-                               "the calibration of a subject's measurement",
+    "missing_evidence": "these archives attest no item they cannot supply (no stated removal without a named "
+                        "replacement, no checksum file of a file the record lacks, no calibration a measurement row "
+                        "names that nothing holds)",
+    "calibration_sufficiency": "no measurement's metadata names a calibration these archives hold (a keyword in a "
+                               "title is not a statement)",
     "packet_submission": "no clean packet fits the package's class balance",
-    "packet_escalation": "no packet rests on a defective item other than its subject",
+    "packet_escalation": "no packet rests on a defective item other than its subject, on a calibration only "
+                         "claimed, on a change no changelog states, or on an item whose material its record contradicts",
 }
 
 

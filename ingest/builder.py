@@ -49,7 +49,7 @@ from voe.ingest.sources.releases import ParsedFile
 from voe.ontology import Label, Rel
 
 # part of the ingest stamp: changing a rule re-stamps (and re-checks) records; 9: span hashes over RFC 8785 bytes
-RULESET_VERSION = "nerdm-12"
+RULESET_VERSION = "nerdm-14"
 
 
 # the libraries whose reading of a file becomes facts: an upgrade of one re-stamps (and re-reads) every record,
@@ -231,6 +231,11 @@ class BuilderCore:
         self._absent_status: dict[str, str] = {}  # component id -> why its bytes are not held, when not absent
 
     # -- primitives ----------------------------------------------------------------------------
+    @property
+    def record_name(self) -> str:
+        """How locations name the record file: its name (a collection of records: its path in the collection)."""
+        return getattr(self, "_record_name", None) or self.record_file.name
+
     def _owned(self, props: dict[str, Any]) -> dict[str, Any]:
         return {**props, "record_id": self.rec_id}
 
@@ -239,7 +244,7 @@ class BuilderCore:
         if loc not in self._locations:
             self._locations.add(loc)
             self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,), self._owned({
-                "kind": "json_pointer", "path": self.record_file.name, "file_sha256": self.file_sha,
+                "kind": "json_pointer", "path": self.record_name, "file_sha256": self.file_sha,
                 "pointer": pointer, "span_sha256": self._span(pointer, value),
             })))
             self.g.edges.append(EdgeRow(Rel.IN_FILE, loc, Label.SOURCE_LOCATION, ids.file_id(self.file_sha),
@@ -273,7 +278,7 @@ class BuilderCore:
         loc = location or (self.location(pointer, _value_at(self.doc, pointer)) if self.POINTER_LOCATED else None)
         self.g.nodes.append(NodeRow(did, (Label.DEFECT,), self._owned({
             "kind": kind.value, "rule": rule, "detail": detail, "subject": subject, "pointer": pointer,
-            "path": path or self.record_file.name,
+            "path": path or self.record_name,
         })))
         self.g.edges.append(EdgeRow(Rel.HAS_DEFECT, subject, subject_label, did, Label.DEFECT))
         if loc is not None:

@@ -22,6 +22,7 @@ from voe.ingest.sources.catalog import catalog_builders, looks_like_catalog
 from voe.ingest.sources.folder import FolderBuilder, distinct_folder_ark, folder_ark
 from voe.ingest.sources.nerdm import schema as nerdm_schema
 from voe.ingest.sources.nerdm.build import NERDM_FILENAME, find_record_file, open_record
+from voe.ingest.sources.nerdm.collection import collection_builders, looks_like_collection
 from voe.ingest.sources.nerdm.stream import NerdmStream, NotStreamable, open_streamed
 from voe.ingest.write.loader import clean_stale, write_record, write_streamed
 from voe.settings import settings
@@ -176,7 +177,10 @@ def _ingest_one(path: Path, graph: Graph, schemas: nerdm_schema.NerdmSchemas | N
     """`stage[0]` says what is being done, for the report of a failure nobody foresaw; `pools`: the schema
     check's thread and the parser processes."""
     pool, parsers = pools
-    for kind, builder in _builders(path, schemas, graph, whole=sink is not None):
+    problems: list[IngestProblem] = []
+    built = _builders(path, schemas, graph, whole=sink is not None, problems=problems)
+    report.errors += problems
+    for kind, builder in built:
         builder.parse_workers = parsers
         t0 = time.perf_counter()
         if isinstance(builder, NerdmStream):
@@ -276,8 +280,11 @@ def _nerdm(path: Path, schemas: nerdm_schema.NerdmSchemas | None, whole: bool = 
 
 
 def _builders(path: Path, schemas: nerdm_schema.NerdmSchemas | None, graph: Graph,
-              whole: bool = False) -> list[tuple[str, BuilderCore]]:
-    """What the path is, by content: a NERDm record (folder or file), a plain folder, or a facts catalog."""
+              whole: bool = False, problems: list[IngestProblem] | None = None) -> list[tuple[str, BuilderCore]]:
+    """What the path is, by content: a NERDm record (folder or file), a collection of NERDm records (a file or
+    folder of them in the shapes NIST saves), a plain folder, or a facts catalog. `problems` gets what a
+    collection holds that is not a record."""
+    problems = problems if problems is not None else []
     if not path.exists():
         raise InputError("path does not exist", path=str(path))
     kind = entry_kind(path.stat().st_mode)  # a path the user names is followed if it is a symlink
@@ -289,6 +296,8 @@ def _builders(path: Path, schemas: nerdm_schema.NerdmSchemas | None, graph: Grap
             return [("nerdm", _nerdm(path, schemas, whole))]
         if all(kind == "dir" for _, kind in iter_entries(path)):  # stops at the first entry that is not a folder
             raise InputError("folder is empty: no nerdm.json and no files to ingest", path=str(path))
+        if looks_like_collection(path):
+            return _collection(path, schemas, problems)
         return [("folder", _folder_builder(path, graph))]
     try:
         head = path.read_bytes()[:1 << 20]
@@ -297,7 +306,21 @@ def _builders(path: Path, schemas: nerdm_schema.NerdmSchemas | None, graph: Grap
     if looks_like_catalog(head):
         return [("catalog", b) for b in catalog_builders(path, hash_file(path, follow_symlinks=True),
                                                           path.read_bytes())]
+    if looks_like_collection(path):
+        return _collection(path, schemas, problems)
     return [("nerdm", _nerdm(path, schemas, whole))]
+
+
+def _collection(path: Path, schemas: nerdm_schema.NerdmSchemas | None,
+                problems: list[IngestProblem]) -> list[tuple[str, BuilderCore]]:
+    """A file or folder of NERDm records (ingest/sources/nerdm/collection.py): a builder per record, and a problem
+    per file or entry that is not one (the rest of the call lands)."""
+    builders, errors = collection_builders(path, schemas is not None)
+    problems += [IngestProblem.of(e.path or str(path), e.message, e.pointer) for e in errors]
+    if not builders:
+        raise InputError("holds no NERDm record (a record, an array of records or RMM search results)",
+                         path=str(path))
+    return [("nerdm", b) for b in builders]
 
 
 def _account(rg: RecordGraph, counts: WriteCounts, t0: float, path: Path, report: IngestReport, totals: Totals,

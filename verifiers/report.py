@@ -24,7 +24,10 @@ DEFINITIONS = (
     "exact t quantile) over groups of tasks linked by a workflow or a gold fact: tasks that share items, "
     "decisions or the fact their answer rests on are not independent. Beside it, the Student-t over passes "
     "(Wilson for one pass); a policy that scores the same on every pass has a zero-width per-pass interval, "
-    "which says the policy is deterministic, not that the rate is certain.")
+    "which says the policy is deterministic, not that the rate is certain. A paired difference is per task (the "
+    "mean over passes), its interval clustered the same way; the discordant tasks are those the two policies "
+    "decide differently. The smallest detectable difference (voe/artifacts/clusters.py) is what the package can "
+    "tell apart at all: a smaller difference between two policies is noise on this package.")
 CAPTIONS = {
     "validity": "Evidence-grounded validity of each policy: one hollow dot per pass, the mean (diamond) with its "
                 "95% interval clustered by workflow and gold fact.",
@@ -141,6 +144,14 @@ def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[s
         for p, pr in zip(policy, paired or [], strict=False)]
     task_head = ["task", "family", "policy", "valid passes", "cost score", "codebook label"]
     tasks = task_rows(names, scores) if scores is not None else []
+    # what each package the runs played can tell apart (its manifest's smallest detectable difference)
+    packages = {str(s.get("package", {}).get("content_hash")): s.get("package", {}).get("detectable_difference")
+                for s in summaries if s.get("package")}
+    sdd_head = ["package", "tasks", "clusters", "effective tasks", "smallest detectable difference (95%, at 85%)",
+                "discordant tasks needed"]
+    sdd_rows: list[Row] = [[h[:12], str(d.get("tasks")), str(d.get("clusters")), str(d.get("effective_tasks")),
+                            "-" if d.get("sdd") is None else f"{d['sdd']:.3f}", str(d.get("discordant_tasks") or "-")]
+                           for h, d in sorted(packages.items()) if d]
 
     per_pass = [_per_pass(s, scores[i] if scores else None) for i, s in enumerate(summaries)]
     drawn = draw(summaries, names, per_pass, out)
@@ -150,6 +161,7 @@ def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[s
         ("Failure codebook (trajectories per label)", ["label", *names], code_rows, "codebook"),
         ("Model usage", usage_head, usage_rows, None),
         *([("Paired difference of validity (per task, mean over passes)", pair_head, pair_rows, None)] if paired else []),
+        *([("What the package can tell apart", sdd_head, sdd_rows, None)] if sdd_rows else []),
     ]
     (out / "report.md").write_text(_markdown(sections, drawn, bool(tasks)))
     (out / "report.html").write_text(_html(sections, drawn, out, (task_head, tasks), summaries))

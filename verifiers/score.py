@@ -44,6 +44,9 @@ def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[Traject
     summary = summarize(scores, info.policy, info.passes)
     summary["run_id"] = info.run_id
     summary["schema_version"] = SCORES_SCHEMA_VERSION
+    # what the package can tell apart (its manifest's smallest detectable difference), for the report to state
+    summary["package"] = {"content_hash": content_hash,
+                          "detectable_difference": manifest.counts.get("detectable_difference")}
     # what was scored: `voe report` reads the scores back only while the run is the one scored
     summary["trajectories_sha256"] = file_sha256(run_dir / "trajectories.jsonl")
     if info.calls is not None:  # an agent run: what it cost

@@ -31,10 +31,13 @@ CHAIN: tuple[Rule, ...] = (
     packet_escalation.defective_support,
     packet_escalation.calibration_claimed,
     packet_escalation.unstated_change_rule,
+    packet_escalation.version_unstated,
+    packet_escalation.dates_backwards,
     packet_escalation.conflicting_material,
     calibration_sufficiency.calibrated,
     packet_submission.resolved,  # a stale checksum file a valid copy resolves: no defect of the item
     packet_submission.corrected,
+    packet_submission.version_stated,
     packet_submission.clean,
 )
 

@@ -72,6 +72,7 @@ class Rule:
     match: Match
     gold: str
     doc: str = ""
+    why: str = ""  # the curator's reason: why this decision follows from these facts
 
     def __call__(self, s: Subject) -> Moment | Skip | None:
         return self.match(s)
@@ -104,12 +105,13 @@ def family(spec: FamilySpec) -> FamilySpec:
     return spec
 
 
-def rule(family: Family, name: str, gold: str) -> Callable[[Match], Rule]:
-    """Register a rule; its place in the chain is CHAIN's (compiler/families/__init__.py)."""
+def rule(family: Family, name: str, gold: str, why: str) -> Callable[[Match], Rule]:
+    """Register a rule with the curator's reason for it (docs/golds.md); its place in the chain is CHAIN's
+    (compiler/families/__init__.py)."""
     def register(fn: Match) -> Rule:
         if (family, name) in _RULES:
             raise ValueError(f"rule {family.value}/{name} registered twice")
-        _RULES[(family, name)] = Rule(family, name, fn, gold, (fn.__doc__ or "").strip())
+        _RULES[(family, name)] = Rule(family, name, fn, gold, (fn.__doc__ or "").strip(), why)
         return _RULES[(family, name)]
     return register
 

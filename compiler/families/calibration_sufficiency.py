@@ -13,7 +13,9 @@ from voe.compiler.families.base import FamilySpec, Moment, Skip, Subject, family
 
 
 @rule(Family.CALIBRATION_SUFFICIENCY, "calibrated",
-      gold="submit_risk_packet [subject, support, calibration]")
+      gold="submit_risk_packet [subject, support, calibration]",
+      why=("The measurement's metadata names its calibration and the archive holds it: the packet is the "
+           "measurement with exactly that calibration (another calibration on the menu is not it)."))
 def calibrated(s: Subject) -> Moment | Skip | None:
     """The measurement's metadata names its calibration and the archive holds it: submit the measurement, its
     support and the calibration."""

@@ -12,7 +12,11 @@ from voe.compiler.catalog import missing_calibrations
 from voe.compiler.families.base import FamilySpec, Moment, Skip, Subject, family, rule
 
 
-@rule(Family.MISSING_EVIDENCE, "removed", gold="localize_missing_evidence [subject]")
+@rule(Family.MISSING_EVIDENCE, "removed",
+      gold="localize_missing_evidence [subject]",
+      why=("The archive says the file existed and is gone (a changelog item removes it and names nothing in its "
+           "place, or a checksum file attests a file the record does not list): a packet that needs it cannot be"
+           " had, and the curator asks for it by name."))
 def removed(s: Subject) -> Moment | Skip | None:
     """The subject is a gap of the archive (a stated removal nothing replaces, an attested file): localize it."""
     if s.evidence_id not in s.found[Family.MISSING_EVIDENCE] or s.row.get("replaced_by"):
@@ -23,7 +27,11 @@ def removed(s: Subject) -> Moment | Skip | None:
                   s.cat.gap_facts(s.evidence_id), shape=s.shape)
 
 
-@rule(Family.MISSING_EVIDENCE, "calibration_named", gold="localize_missing_evidence [the named calibration]")
+@rule(Family.MISSING_EVIDENCE, "calibration_named",
+      gold="localize_missing_evidence [the named calibration]",
+      why=("The measurement's own metadata says which calibration it rests on, and no file, row or record of the"
+           " archive holds it: the measurement cannot be checked against its calibration until someone supplies "
+           "that record, so the curator asks for exactly it (not for other calibrations the archive also lacks)."))
 def calibration_named(s: Subject) -> Moment | Skip | None:
     """The measurement's metadata names a calibration the archive holds nowhere: localize what it names."""
     if s.shape != "calibration" or s.row.get("provenance") != "measurement":

@@ -10,6 +10,7 @@ for "flag what changed"); and a clean archived subject with clean support."""
 from __future__ import annotations
 
 from voe.artifacts.package import Action, Family
+from voe.compiler.catalog import version_change, version_facts
 from voe.compiler.families.base import SKIP, FamilySpec, Moment, Skip, Subject, family, rule, submit_packet
 
 
@@ -29,7 +30,10 @@ def _successor(s: Subject, target: str) -> Moment:
                   s.cat.statement_facts(s.evidence_id), shape=s.shape)
 
 
-@rule(Family.PACKET_SUBMISSION, "renamed", gold="submit_risk_packet [renamed file, support]")
+@rule(Family.PACKET_SUBMISSION, "renamed",
+      gold="submit_risk_packet [renamed file, support]",
+      why=("The changelog says where the file went; the content is in the release under its new name, so the "
+           "packet rests on the new file."))
 def renamed(s: Subject) -> Moment | Skip | None:
     """A stated rename: submit the renamed file with the support."""
     if s.row.get("release_status") != "renamed":
@@ -38,7 +42,10 @@ def renamed(s: Subject) -> Moment | Skip | None:
     return SKIP if target is None else _successor(s, target)  # a rename whose new file the archive lacks: nothing
 
 
-@rule(Family.PACKET_SUBMISSION, "replaced", gold="submit_risk_packet [replacement, support]")
+@rule(Family.PACKET_SUBMISSION, "replaced",
+      gold="submit_risk_packet [replacement, support]",
+      why=("The changelog item that removes the file names the document that replaces it (L7, L8 and L9 became "
+           "L7-L8-L9-O1): a curator points the packet at the replacement rather than reporting a gap."))
 def replaced(s: Subject) -> Moment | Skip | None:
     """A stated removal whose statement names the replacing file: submit the replacement with the support."""
     if s.row.get("release_status") != "removed" or not s.row.get("replaced_by"):
@@ -47,11 +54,15 @@ def replaced(s: Subject) -> Moment | Skip | None:
     return SKIP if target is None else _successor(s, target)
 
 
-@rule(Family.PACKET_SUBMISSION, "resolved", gold="submit_risk_packet [subject, support]")
+@rule(Family.PACKET_SUBMISSION, "resolved",
+      gold="submit_risk_packet [subject, support]",
+      why=("The record marks the checksum file invalid (or it disagrees), yet a byte-identical copy in the "
+           "archive has a valid checksum file that agrees: the bytes are checkable, so the packet is submitted "
+           "and the curator's report names the stale checksum file."))
 def resolved(s: Subject) -> Moment | Skip | None:
     """A stale checksum file a valid, agreeing copy resolves (of the subject or an item the packet rests on):
     submit the packet, after reading the copy."""
-    stale = [x for x in [s.evidence_id, *s.support, *s.calibrators] if s.cat.resolved.get(x)]
+    stale = [x for x in [s.evidence_id, *s.support, *s.calibrators] if x in s.cat.resolved]
     if not stale or s.cat.objects[s.evidence_id].status != "archived":
         return None
     facts = [f"resolved:{x}" for x in stale]
@@ -59,7 +70,10 @@ def resolved(s: Subject) -> Moment | Skip | None:
                          also_needed=[c for x in stale for c in s.cat.resolved[x]])
 
 
-@rule(Family.PACKET_SUBMISSION, "corrected", gold="submit_risk_packet [subject, support]")
+@rule(Family.PACKET_SUBMISSION, "corrected",
+      gold="submit_risk_packet [subject, support]",
+      why=("The changelog names the correction: the current release holds the corrected bytes, so the changed "
+           "hash is the fix, not a problem."))
 def corrected(s: Subject) -> Moment | Skip | None:
     """A stated correction: the current release holds the corrected file; submit the packet."""
     if s.row.get("release_status") != "changed" or s.row.get("release_coverage") != "named" \
@@ -68,11 +82,25 @@ def corrected(s: Subject) -> Moment | Skip | None:
     return submit_packet(Family.PACKET_SUBMISSION, s, s.cat.statement_facts(s.evidence_id))
 
 
-@rule(Family.PACKET_SUBMISSION, "clean", gold="submit_risk_packet [subject, support]")
+@rule(Family.PACKET_SUBMISSION, "version_stated",
+      gold="submit_risk_packet [subject, support]",
+      why=("The file's digest changed between two versions and the release history says the later one updated its "
+           "data: the change is stated, the current version holds the bytes the publisher means."))
+def version_stated(s: Subject) -> Moment | Skip | None:
+    """A change between two versions the release history states ("data update"): submit the packet."""
+    if version_change(s.row) != "stated" or s.cat.objects[s.evidence_id].status != "archived":
+        return None
+    return submit_packet(Family.PACKET_SUBMISSION, s, version_facts(s.row))
+
+
+@rule(Family.PACKET_SUBMISSION, "clean",
+      gold="submit_risk_packet [subject, support]",
+      why=("Every item of the packet is archived and nothing about it is wrong: submit exactly the packet, "
+           "nothing more."))
 def clean(s: Subject) -> Moment | Skip | None:
     """A clean archived subject with clean support: submit exactly the packet."""
     if s.cat.objects[s.evidence_id].status != "archived" or s.row.get("release_status") \
-            or s.row.get("provenance") == "measurement":
+            or s.row.get("provenance") == "measurement" or s.row.get("version_status"):
         return None
     return submit_packet(Family.PACKET_SUBMISSION, s)
 

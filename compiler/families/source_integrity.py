@@ -8,7 +8,10 @@ from voe.artifacts.package import Action, Family
 from voe.compiler.families.base import FamilySpec, Moment, Skip, Subject, family, rule
 
 
-@rule(Family.SOURCE_INTEGRITY, "defective", gold="flag_source_defect [subject]")
+@rule(Family.SOURCE_INTEGRITY, "defective",
+      gold="flag_source_defect [subject]",
+      why=("A defect of the item itself (ingest/rules/defects.py says why each kind breaks provenance or "
+           "checkability): the item cannot be trusted as published, so it is reported, not used."))
 def defective(s: Subject) -> Moment | Skip | None:
     """The subject carries a defect: flag it."""
     defects = s.cat.own_defects.get(s.evidence_id, [])

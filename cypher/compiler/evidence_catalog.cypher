@@ -65,17 +65,23 @@ CALL (e) {
                                                      kind: cb.statement_kind, cell: cb.cell} END) AS calibrated_by
 }
 CALL (r) {
-  OPTIONAL MATCH (r)-[:LOCATED_AT]->(rd:SourceLocation {pointer: '/description'})
-  RETURN CASE WHEN rd IS NULL THEN NULL ELSE {path: rd.path, locator: rd.pointer, sha256: rd.span_sha256} END
-         AS record_description_at
+  OPTIONAL MATCH (r)-[:LOCATED_AT]->(rd:SourceLocation)
+  WHERE rd.pointer ENDS WITH '/description' OR rd.pointer ENDS WITH '/releaseHistory'
+  WITH collect(rd) AS at
+  RETURN [x IN at WHERE x.pointer ENDS WITH '/description' | {path: x.path, locator: x.pointer,
+                                                              sha256: x.span_sha256}][0] AS record_description_at,
+         [x IN at WHERE x.pointer ENDS WITH '/releaseHistory' | {path: x.path, locator: x.pointer,
+                                                                 sha256: x.span_sha256}][0] AS record_history_at
 }
 OPTIONAL MATCH (e)-[:LOCATED_AT]->(l:SourceLocation)
 WITH r, e, c, cf, defects, sidecars, members, member_count, subfolders, lines, calibrated_by, record_description_at,
+     record_history_at,
      collect(DISTINCT {kind: l.kind, path: l.path, locator: coalesce(l.locator, l.pointer), sha256: l.span_sha256,
                        text: l.text, line: l.line, id: l.id, name: l.name, sheet: l.sheet, cell: l.cell}) AS locations
 RETURN r.id AS record_id, r.ark AS ark, r.title AS record_title, r.version AS version,
        coalesce(r.provenance, 'nist_bytes') AS record_provenance, r.description AS record_description,
-       record_description_at,
+       record_description_at, r.release_history AS record_history, record_history_at,
+       r.release_dates_backwards AS release_dates_backwards, r.snapshot_conflict AS snapshot_conflict,
        e.id AS evidence_id, e.kind AS kind, e.title AS title, e.filepath AS filepath, e.provenance AS provenance,
        e.target AS target, e.ref_type AS ref_type, e.available AS evidence_available,
        e.release_status AS release_status, e.release_from AS release_from, e.release_to AS release_to,
@@ -85,7 +91,9 @@ RETURN r.id AS record_id, r.ark AS ark, r.title AS record_title, r.version AS ve
        e.release_size_delta AS release_size_delta, e.releases AS releases,
        e.workbook AS workbook, e.sheet AS sheet, e.measurement_id AS measurement_id, e.rows AS sheet_rows,
        coalesce(e.calibration_flag, false) AS calibration_flag, coalesce(e.calibration_claims, []) AS calibration_claims,
-       calibrated_by,
+       calibrated_by, e.version_status AS version_status, e.version_from AS version_from,
+       e.version_to AS version_to, e.version_statement AS version_statement, e.version_coverage AS version_coverage,
+       e.version_changed AS version_changed, e.version_before_json AS version_before_json,
        CASE WHEN e.provenance IN ['release_notes', 'measurement'] THEN coalesce(e.available, true)
             ELSE coalesce(e.available, true) AND c IS NOT NULL END AS available,
        c IS NOT NULL AND c:Subcollection AS is_folder,

@@ -17,7 +17,10 @@ Rules (NERDm records):
   download shows up here and as `checksum_mismatch`).
 - `unreadable_file` (rule `file.read`): a payload we should hold that cannot be read (a folder in its place,
   a permission error).
-- `missing_checksum` (rule `nerdm.datafile.checksum`): a DataFile with no declared checksum.
+- `missing_checksum` (rule `nerdm.datafile.checksum`): a DataFile with no declared checksum where the record
+  declares one for another file.
+- `no_checksums_declared` (rule `nerdm.datafile.no_checksums`): a DataFile with no declared checksum in a record
+  that declares none for any file (the record's practice, not one file's gap).
 - `media_type_mismatch` (rule `nerdm.media_type`): the declared mediaType is not one the file extension
   allows, or is a type RFC 4735 reserves for examples (`video/example`), which no real file has (table in
   `ingest/rules/media_types.py`; `application/octet-stream` is unspecific, never wrong, and the platform aliases
@@ -125,6 +128,7 @@ class DefectKind(StrEnum):
     SIZE_MISMATCH = "size_mismatch"
     UNREADABLE_FILE = "unreadable_file"
     MISSING_CHECKSUM = "missing_checksum"
+    NO_CHECKSUMS_DECLARED = "no_checksums_declared"
     MEDIA_TYPE_MISMATCH = "media_type_mismatch"
     SCHEMA_VIOLATION = "schema_violation"
     FORMAT_MISMATCH = "format_mismatch"
@@ -155,6 +159,7 @@ RULES: dict[str, DefectKind] = {
     "file.size": DefectKind.SIZE_MISMATCH,
     "file.read": DefectKind.UNREADABLE_FILE,
     "nerdm.datafile.checksum": DefectKind.MISSING_CHECKSUM,
+    "nerdm.datafile.no_checksums": DefectKind.NO_CHECKSUMS_DECLARED,
     "nerdm.media_type": DefectKind.MEDIA_TYPE_MISMATCH,
     "nerdm.schema": DefectKind.SCHEMA_VIOLATION,
     "format.mismatch": DefectKind.FORMAT_MISMATCH,
@@ -213,8 +218,11 @@ GOLDS: dict[DefectKind, Gold] = {
     DefectKind.SIZE_MISMATCH: Gold(Decision.FLAG, "The bytes are not the size the record publishes: a truncated or "
                                    "replaced file."),
     DefectKind.UNREADABLE_FILE: Gold(Decision.FLAG, "Where the payload should be there is nothing that can be read."),
-    DefectKind.MISSING_CHECKSUM: Gold(Decision.FLAG, "The record publishes no digest for the file, so no copy of it "
-                                      "can ever be checked against the original."),
+    DefectKind.MISSING_CHECKSUM: Gold(Decision.FLAG, "The record publishes digests for its other files and none for "
+                                      "this one, so no copy of it can ever be checked against the original."),
+    DefectKind.NO_CHECKSUMS_DECLARED: Gold(Decision.NONE, "The record declares no digest for any file (records "
+                                           "published before the repository added them): the publisher's practice, "
+                                           "the same for every file; a curator asks for digests, the files stand."),
     DefectKind.MEDIA_TYPE_MISMATCH: Gold(Decision.FLAG, "The record declares a type that misidentifies the file (a "
                                          "reserved placeholder such as video/example, or a type of another format): "
                                          "software and people that trust the metadata open it wrongly. A platform "
@@ -268,7 +276,23 @@ HARD_NEGATIVES: tuple[tuple[str, str], ...] = (
      "is in the release under its new name."),
     ("a file a release changed, where the release's changelog names the correction", "The current release holds "
      "the corrected bytes."),
-    ("a reconstructed catalog entry (FACTS.md)", "Facts about records NIST publishes; not NIST bytes, not a gap."),
+    ("a reconstructed catalog entry (FACTS.md)", "Facts about records NIST publishes; not NIST bytes, not a gap. "
+     "Nor is its silence a missing checksum: the listing gave names and sizes, not what the record declares."),
+    ("a checksum file the record marks invalid, or that disagrees, beside a byte-identical copy (same declared "
+     "digest and size) whose checksum file is valid and agrees",
+     "The item's bytes are checkable through the copy; the stale checksum file is the curator's to fix (the "
+     "report names it), not a defect of the item."),
+    ("a file a release removed, where the changelog item that removes it names the file that replaces it",
+     "The content went to the named replacement: a packet rests on it, not on the gap."),
+    ("a beam profile, an uncertainty analysis or a file with 'calibrated' in its name beside measurement data",
+     "A calibration is only what the archive names as one (a measurement row's calibration cells); a keyword in a "
+     "title is not a statement."),
+    ("a file a release changed where a changelog item covers the release wholesale (the schema changed, all "
+     "blobs replaced) without naming it",
+     "The release explained its changes as a batch; whether this file's change is one of them nobody states, so it "
+     "decides nothing (neither stated nor unstated)."),
+    ("a calibration named by an address outside the archive (a Globus or web link)",
+     "The archive names it and it resolves elsewhere, like a record reference: not a gap."),
 )
 
 

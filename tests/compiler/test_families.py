@@ -22,8 +22,10 @@ def test_the_chain_is_the_documented_order() -> None:
         ("missing_evidence", "removed"), ("missing_evidence", "calibration_named"), ("packet_submission", "renamed"),
         ("packet_submission", "replaced"), ("source_integrity", "defective"), ("packet_escalation", "defective_support"),
         ("packet_escalation", "calibration_claimed"), ("packet_escalation", "unstated_change"),
+        ("packet_escalation", "version_unstated"), ("packet_escalation", "dates_backwards"),
         ("packet_escalation", "material_conflict"), ("calibration_sufficiency", "calibrated"),
-        ("packet_submission", "resolved"), ("packet_submission", "corrected"), ("packet_submission", "clean")]
+        ("packet_submission", "resolved"), ("packet_submission", "corrected"), ("packet_submission", "version_stated"),
+        ("packet_submission", "clean")]
     assert families.priority_order()[0] == Family.SOURCE_INTEGRITY
 
 
@@ -38,7 +40,7 @@ def test_a_rule_registered_twice_is_refused() -> None:
     from voe.compiler.families.base import rule
 
     try:
-        rule(Family.PACKET_SUBMISSION, "clean", gold="x")(lambda s: None)
+        rule(Family.PACKET_SUBMISSION, "clean", gold="x", why="y")(lambda s: None)
     except ValueError as exc:
         assert "registered twice" in str(exc)
     else:

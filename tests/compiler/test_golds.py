@@ -47,3 +47,11 @@ def test_a_rename_is_stated_only_by_a_changelog_item_that_maps_the_old_name(arch
                if _states_prefix_rename(item, "Composition-AA5182-D1.xml", "Composition_AA5182-D1.xml")]
     assert len(stating) == 1 and "Changed the measurement identifiers" in items[stating[0]][0].text
     assert not any(_states_prefix_rename(item, "NIST_Bench-1.xml", "NIST_Bench_1.xml") for item in items)
+
+
+def test_every_rule_of_the_chain_has_the_curators_reason_in_the_table() -> None:
+    from voe.compiler import families
+
+    text = golds.DOC.read_text()
+    for r in families.rules():
+        assert len(r.why) > 40 and " ".join(r.why.split()).replace("|", "\\|") in text, r.name

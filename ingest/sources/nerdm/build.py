@@ -126,7 +126,7 @@ HEADER_PROPS = {"ediid": "ediid", "version": "version", "doi": "doi", "title": "
                 "_schema": "schema"}
 RECORD_FIELDS: dict[str, tuple[str, ...]] = {**{prop: (key,) for key, prop in HEADER_PROPS.items()},
                                              "ark": ("@id",), "id": ("@id",), "record_id": ("@id",),
-                                             "description": ("description",)}
+                                             "description": ("description",), "release_history": ("releaseHistory",)}
 COMPONENT_PROPS = {"filepath": "filepath", "mediaType": "media_type", "size": "declared_size",
                    "checksum/hash": "declared_sha256", "checksum/algorithm": "checksum_algorithm",
                    "describes": "describes", "valid": "valid", "downloadURL": "download_url",
@@ -163,6 +163,13 @@ def find_record_file(path: Path) -> Path:
 
 
 def read_record(record_file: Path) -> tuple[dict[str, Any], bytes]:
+    doc, raw = load_json(record_file)
+    check_record(doc, record_file)
+    return doc, raw
+
+
+def load_json(record_file: Path) -> tuple[Any, bytes]:
+    """A JSON file read whole, bounded in depth; anything unreadable is an InputError naming the file."""
     try:
         kind = entry_kind(record_file.stat().st_mode)
         if kind not in ("file", "dir"):
@@ -193,20 +200,33 @@ def read_record(record_file: Path) -> tuple[dict[str, Any], bytes]:
         raise InputError(f"is not a JSON record voe can read: {str(exc).split(';')[0]}", path=str(record_file)) from exc
     if json_depth(doc, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise InputError(too_deep, path=str(record_file))
+    return doc, raw
+
+
+def looks_nerdm(doc: Any) -> bool:
+    """A NERDm resource: an object with a string @id and a NERDm _schema or nrd/nrdp @type."""
+    return isinstance(doc, dict) and isinstance(doc.get("@id"), str) and (
+        "nerdm" in str(doc.get("_schema", "")) or any(
+            str(t).startswith(("nrd:", "nrdp:", "nrdr:")) for t in (doc.get("@type") or [])
+            if isinstance(doc.get("@type"), list)))
+
+
+def check_record(doc: Any, record_file: Path, pointer: str = "") -> None:
+    """Raise InputError unless `doc` (at `pointer` of the file) is a NERDm record voe can build."""
     if not isinstance(doc, dict):
         raise InputError(f"is JSON but not a NERDm record (top level is {type(doc).__name__}, not an object)",
-                         path=str(record_file), pointer="")
+                         path=str(record_file), pointer=pointer)
     if not isinstance(doc.get("@id"), str):
-        raise InputError("is JSON but not a NERDm record: no string @id", path=str(record_file), pointer="/@id")
-    looks_nerdm = "nerdm" in str(doc.get("_schema", "")) or any(
+        raise InputError("is JSON but not a NERDm record: no string @id", path=str(record_file),
+                         pointer=f"{pointer}/@id")
+    nerdm = "nerdm" in str(doc.get("_schema", "")) or any(
         str(t).startswith(("nrd:", "nrdp:")) for t in (doc.get("@type") or [])
     )
-    if not looks_nerdm:
+    if not nerdm:
         raise InputError("is JSON but not a NERDm record: no NERDm _schema or nrd/nrdp @type",
-                         path=str(record_file), pointer="/_schema")
+                         path=str(record_file), pointer=f"{pointer}/_schema")
     if "components" in doc and not isinstance(doc["components"], list):
-        raise InputError("components must be a list", path=str(record_file), pointer="/components")
-    return doc, raw
+        raise InputError("components must be a list", path=str(record_file), pointer=f"{pointer}/components")
 
 
 def json_depth(doc: Any, limit: int) -> int:
@@ -230,6 +250,21 @@ def _description(header: NerdmHeader) -> str | None:
     parts = value if isinstance(value, list) else [value] if isinstance(value, str) else []
     text = " ".join(str(p).strip() for p in parts if isinstance(p, str) and p.strip())
     return text[:MAX_DESCRIPTION] or None
+
+
+MAX_HISTORY = 1200
+
+
+def _history_text(history: Any) -> str | None:
+    """The record's release history as one line a reader scans ("1.0.0 2019-08-12 initial release; 1.1.0 ..."),
+    cut at MAX_HISTORY characters; None when it lists no release."""
+    releases = history.get("hasRelease") if isinstance(history, dict) else None
+    if not isinstance(releases, list):
+        return None
+    parts = [" ".join(str(r.get(k) or "").strip()[:60] for k in ("version", "issued", "description")).strip()
+             for r in releases if isinstance(r, dict)]
+    text = "; ".join(p for p in parts if p)
+    return text[:MAX_HISTORY] or None
 
 
 def _archive_host(header: NerdmHeader, components: list[dict[str, Any]]) -> str:
@@ -293,7 +328,8 @@ class NerdmBuilder(BuilderCore):
     def __init__(self, record_file: Path, raw: bytes, doc: dict[str, Any], validated: bool) -> None:
         self._open(record_file, doc, hashlib.sha256(raw).hexdigest(), len(raw), validated)
 
-    def _open(self, record_file: Path, doc: dict[str, Any], file_sha: str, file_size: int, validated: bool) -> None:
+    def _open(self, record_file: Path, doc: dict[str, Any], file_sha: str, file_size: int, validated: bool,
+              rec_id: str | None = None, stamp: bytes = b"") -> None:
         """The state both readers of a record file share (the whole file here, passes in NerdmStream)."""
         self.record_file = record_file
         self.root = record_file.parent
@@ -303,10 +339,11 @@ class NerdmBuilder(BuilderCore):
         self.provenance = "nist_bytes"  # a reconstructed catalog says so instead (ingest/sources/catalog.py)
         self.validated = validated  # when False, structural problems the schema would name are reported here
         self._by_nerdm_id: dict[str, tuple[int, NerdmComponent, str]] = {}
+        self._declares_checksums = True  # build() reads the components; a streamed record keeps the stricter rule
         self.header, self._header_unread = self._read_header(doc)
         # whether the schema check ran is part of the stamp: its defects exist only when it did
-        self._start(self.header.ark, ids.record_id(self.header.ark, self.header.version), self.header.version,
-                    self.header.title, [self.file_sha.encode(), b"schema" if validated else b"no-schema"])
+        self._start(self.header.ark, rec_id or ids.record_id(self.header.ark, self.header.version), self.header.version,
+                    self.header.title, [self.file_sha.encode(), b"schema" if validated else b"no-schema", stamp])
         self._entries = list_entries(self.root)  # what the folder holds; symlinks listed, never followed
         self._any_special = any(kind not in ("file", "dir") for kind in self._entries.values())
 
@@ -333,6 +370,9 @@ class NerdmBuilder(BuilderCore):
 
         parsed: list[tuple[int, NerdmComponent, str]] = []
         by_nerdm_id: dict[str, tuple[int, NerdmComponent, str]] = {}
+        self._declares_checksums = any(
+            isinstance(c, dict) and "nrdp:ChecksumFile" not in (c.get("@type") or [])
+            and isinstance(c.get("checksum"), dict) and c["checksum"].get("hash") for c in components_raw)
         for i, raw in enumerate(components_raw):
             read = parse_component(raw)
             if read is None:
@@ -362,6 +402,7 @@ class NerdmBuilder(BuilderCore):
         self.measurement_tables({c.filepath.rsplit("/", 1)[-1]: ids.evidence_id(self.rec_id, c.filepath)
                                  for _, c, _ in parsed if c.kind is Label.DATA_FILE and c.filepath
                                  and "/" not in c.filepath.strip("/")})
+        self._after_evidence(parsed)
 
         # 64 bits of the input hash: plenty to tell two versions of a record apart, and short strings keep
         # the property store (written for every node and edge of the record) small.
@@ -383,16 +424,17 @@ class NerdmBuilder(BuilderCore):
             "ark": h.ark, "ediid": h.ediid, "version": h.version, "doi": h.doi, "title": h.title,
             "landing_page": h.landingPage, "modified": h.modified, "issued": h.issued,
             "license": h.license, "publisher": h.publisher.name if h.publisher is not None else None,
-            "schema": h.schema_uri, "source_path": self.record_file.name, "source_sha256": self.file_sha,
+            "schema": h.schema_uri, "source_path": self.record_name, "source_sha256": self.file_sha,
             "component_count": count, "ingest_state": "writing", "description": _description(h),
         }
         for key, value in self._header_unread.items():
             if key in HEADER_PROPS:
                 record_props[HEADER_PROPS[key]] = value
-        self.g.nodes.append(NodeRow(self.rec_id, (Label.RECORD,), self._owned(record_props)))
+        record_row = NodeRow(self.rec_id, (Label.RECORD,), self._owned(record_props))
+        self.g.nodes.append(record_row)
         self.g.edges.append(EdgeRow(Rel.CONTAINS, arch, Label.ARCHIVE, self.rec_id, Label.RECORD))
         self.g.edges.append(EdgeRow(Rel.STORED_AS, self.rec_id, Label.RECORD, fid, Label.FILE,
-                                    {"path": self.record_file.name}))
+                                    {"path": self.record_name}))
         if located:
             self.g.edges.append(EdgeRow(Rel.LOCATED_AT, self.rec_id, Label.RECORD, self.location("", self.doc),
                                         Label.SOURCE_LOCATION))
@@ -400,6 +442,11 @@ class NerdmBuilder(BuilderCore):
         if record_props["description"] and described is not None:  # what the record says its data are, located
             self.g.edges.append(EdgeRow(Rel.LOCATED_AT, self.rec_id, Label.RECORD,
                                         self.location("/description", described), Label.SOURCE_LOCATION))
+        history = (h.model_extra or {}).get("releaseHistory")
+        if (text := _history_text(history)) is not None:  # what the record says of its versions, located
+            record_row.props["release_history"] = text
+            self.g.edges.append(EdgeRow(Rel.LOCATED_AT, self.rec_id, Label.RECORD,
+                                        self.location("/releaseHistory", history), Label.SOURCE_LOCATION))
 
     def schema_defects(self, violations: list[Violation]) -> tuple[list[NodeRow], list[EdgeRow]]:
         """Defects for schema violations, computed after build() (validation runs alongside the writes)."""
@@ -463,7 +510,12 @@ class NerdmBuilder(BuilderCore):
                 self.g.edges.append(EdgeRow(Rel.PART_OF, cid, Label.COMPONENT, folders[parent], Label.SUBCOLLECTION))
 
         if kind is Label.DATA_FILE and declared is None:
-            self.defect("nerdm.datafile.checksum", cid, Label.COMPONENT, ptr, "DataFile declares no checksum")
+            if self._declares_checksums:
+                self.defect("nerdm.datafile.checksum", cid, Label.COMPONENT, ptr,
+                            "DataFile declares no checksum where the record declares them for other files")
+            else:
+                self.defect("nerdm.datafile.no_checksums", cid, Label.COMPONENT, ptr,
+                            "DataFile declares no checksum; the record declares none for any file")
         if is_file and comp.filepath:
             reason = media_types.mismatch(comp.filepath, comp.mediaType)
             if reason:
@@ -513,6 +565,9 @@ class NerdmBuilder(BuilderCore):
             posixpath.dirname(c.filepath.rstrip("/")) for _, c, _ in parsed if c.filepath and c.kind is Label.DATA_FILE)
         for i, comp, cid in parsed:
             self._one_evidence(i, comp, cid, direct_files)
+
+    def _after_evidence(self, parsed: list[tuple[int, NerdmComponent, str]]) -> None:
+        """What a reader of several records adds once a record's evidence is known (a version's changes)."""
 
     def _one_evidence(self, i: int, comp: NerdmComponent, cid: str, direct_files: Counter[str]) -> None:
         """The component's Evidence, if it is a subcollection (`direct_files`: DataFiles per folder) or a

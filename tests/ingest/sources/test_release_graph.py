@@ -142,3 +142,28 @@ def test_release_notes_become_located_evidence(graph: Graph, archives: Path) -> 
     assert again.graph == {"nodes_created": 0, "relationships_created": 0, "nodes_deleted": 0, "relationships_deleted": 0}
     assert graph.counts() == before
     assert rows(graph, "MATCH (n) RETURN n.id AS id, properties(n) AS p ORDER BY id") == props_before
+
+
+def test_a_removal_names_its_replacement_and_a_change_its_coverage(graph: Graph, archives: Path) -> None:
+    """Item 2 of the 2.1.0 changelog removes L7, L8 and L9 and uploads L7-L8-L9-O1: the removed files name their
+    replacement, which is an Evidence of its own located at the same item; every changed file says what covers it
+    (an item that names it, an item about the whole release such as 2.0.0's schema change, or nothing) and by how
+    many bytes its size changed."""
+    assert ingest_paths([archives / "ambench-releases"], graph).errors == []
+    ev = _release_evidence(graph)
+    s21, s20 = SUMMARIES["2.0.0-to-2.1.0"], SUMMARIES["1.0.0-to-2.0.0"]
+    merged = "AMB2022-718-AMMT-B6-P2-L7-L8-L9-O1.xml"
+    for specimen in ("L7", "L8", "L9"):
+        assert ev[(s21, f"AMB2022-718-AMMT-B6-P2-{specimen}.xml")]["replaced_by"] == merged
+    replacement = ev[(s21, merged)]
+    assert (replacement["release_status"], replacement["available"], replacement["replaces"]) == (
+        "replacement", True, "AMB2022-718-AMMT-B6-P2-L7.xml")
+    assert _changelog_lines(replacement["locs"], archives / "ambench-releases" / CHANGELOG_2_1) >= {"L5", "L6"}
+    assert "replaced_by" not in ev[(s21, "AMB2022-718-AMMT-B8-P3-L10-W4.xml")]  # removed, no statement at all
+    changed21 = [e for (s, _), e in ev.items() if s == s21 and e["release_status"] == "changed"]
+    assert {e["release_coverage"] for e in changed21} == {"named", "none"}
+    assert [e["title"] for e in changed21 if e["release_coverage"] == "named"] == ["718-SH1.xml"]
+    deltas = [e["release_size_delta"] for e in changed21 if e["release_coverage"] == "none"]
+    assert deltas.count(-1) == 85 and len(deltas) == 90  # one batch of one-byte edits, and five other changes
+    changed20 = [e for (s, _), e in ev.items() if s == s20 and e["release_status"] == "changed"]
+    assert {e["release_coverage"] for e in changed20} == {"named", "blanket"}  # item 1: the schema changed
