@@ -40,9 +40,18 @@ class Catalog:
     undecided: set[str] = field(default_factory=set)  # items carrying a finding of our own tools only
     # evidence id -> the evidence items holding a valid, agreeing copy that resolves its checksum-file defects
     resolved: dict[str, list[str]] = field(default_factory=dict)
+    defect_kinds: dict[str, set[str]] = field(default_factory=dict)  # evidence id -> kinds of its flag-worthy defects
+    kind_count: dict[tuple[str, str], int] = field(default_factory=dict)  # (record, kind) -> items carrying it
 
     def defect_fact(self, e: str) -> str:
-        """The defects bound to one item are one fact: a folder of 36 disagreeing checksum files is one."""
+        """The defects bound to one item are one fact: a folder of 36 disagreeing checksum files is one. A kind of
+        defect that BATCH or more items of one record share is one fact too (an exporter that writes
+        text/markdown for every file made one mistake, not six)."""
+        kinds = self.defect_kinds.get(e, set())
+        record = self.rows[e]["record_id"]
+        for kind in sorted(kinds):
+            if self.kind_count.get((record, kind), 0) >= BATCH:
+                return f"defects:{record}|{kind}"
         return f"defect:{e}"
 
     def statement_facts(self, e: str) -> list[str]:
@@ -163,8 +172,13 @@ def _bind_defects(graph: Graph, cat: Catalog, copies: dict[str, str | None]
             resolved[r["evidence_id"]].extend([c for c in [copies[did]] if c is not None])
         elif verdict is Decision.FLAG:
             out[r["evidence_id"]].append(did)
+            cat.defect_kinds.setdefault(r["evidence_id"], set()).add(str(r["defect_kind"]))
         elif verdict is Decision.UNDECIDED:
             undecided.add(r["evidence_id"])
+    for e, kinds in cat.defect_kinds.items():
+        for kind in kinds:
+            key = (str(cat.rows[e]["record_id"]), kind)
+            cat.kind_count[key] = cat.kind_count.get(key, 0) + 1
     return dict(out), undecided - set(out), {e: sorted(set(c)) for e, c in resolved.items() if e not in out}
 
 

@@ -190,7 +190,10 @@ def observe(row: dict[str, Any]) -> EvidenceObject:
                            "format": row["local_format"], "sidecars": row["sidecars"],
                            "summary": row["local_summary"]})
         meta["download_url"] = row["download_url"]
-        facts.extend(_file_facts(meta, source))
+        if row["provenance"] == "crate":
+            facts.extend(_crate_facts(row, meta, source))
+        else:
+            facts.extend(_file_facts(meta, source))
     facts.extend(_findings(row))
     if row["kind"] == "source_document":  # a readme or changelog is read for what it says
         for ln in row.get("lines") or []:
@@ -202,6 +205,35 @@ def observe(row: dict[str, Any]) -> EvidenceObject:
     facts.extend(_record_facts(row))
     facts.extend(_version_facts(row))
     return EvidenceObject(status="archived", metadata=meta, facts=facts, **common)
+
+
+def _crate_facts(row: dict[str, Any], meta: dict[str, Any], source: dict[str, Any] | None) -> list[ObservedFact]:
+    """What a reviewer of an RO-Crate sees for a file: what its entity declares (its @id, encodingFormat,
+    contentSize, sha256), and what the container holds at that path, or under that name elsewhere, or nothing."""
+    root = row.get("crate_root") or "(the container's top)"
+    container = row.get("record_source")
+    path = meta.get("path")
+    out = []
+    if row.get("crate_described") is False:
+        out.append(ObservedFact(statement=f"No entity of the crate ({container}, root {root}) describes {path}.",
+                                source=None))
+    else:
+        parts = [f"encodingFormat {meta['media_type']}" if meta.get("media_type") else "no encodingFormat",
+                 f"contentSize {meta['declared_size']}" if meta.get("declared_size") is not None else "no contentSize",
+                 f"sha256 {meta['declared_sha256']}" if meta.get("declared_sha256") else "no sha256"]
+        out.append(ObservedFact(statement=f"The crate ({container}, root {root}) describes the file "
+                                f"{row.get('crate_entity')!r}: " + ", ".join(parts) + ".", source=source))
+    held = f"{meta.get('local_size')} bytes with sha256 {meta.get('local_sha256')}"
+    if meta.get("local_sha256") and row.get("crate_found_at"):
+        out.append(ObservedFact(statement=f"The container holds no member at {root}/{path}; it holds "
+                                f"{row['crate_found_at']}: {held}.", source=source))
+    elif meta.get("local_sha256"):
+        out.append(ObservedFact(statement=f"The container holds {root}/{path}: {held}.", source=source))
+        if summary := _parsed(str(path), meta.get("parse_summary")):
+            out.append(ObservedFact(statement=summary, source=source))
+    else:
+        out.append(ObservedFact(statement=f"The container holds nothing at {root}/{path}.", source=source))
+    return out
 
 
 def _record_facts(row: dict[str, Any]) -> list[ObservedFact]:

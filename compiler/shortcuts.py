@@ -27,6 +27,7 @@ from voe.artifacts.question import CALIBRATION, read
 NO_NEIGHBOUR = "abstain_or_escalate"  # what a classifier with nothing to learn from says (a package of one fold)
 CLASSES = ("submit_risk_packet", "flag_source_defect", "localize_missing_evidence", "abstain_or_escalate")
 FOLDS = {"lowo": "workflow", "loto": "task"}  # row-name suffix -> what a fold holds out
+MAX_TERMS = 5000  # the words and word pairs a text classifier weighs: the most frequent of its training tasks
 Model = Callable[[], Any]  # a fresh, unfitted scikit-learn estimator
 
 
@@ -109,37 +110,27 @@ def structure_probes(views: Sequence[TaskView], labels: Sequence[str],
 
     x = _onehot([structure_features(v, evidence) for v in views])
     models: dict[str, Model] = {
-        "forest": lambda: RandomForestClassifier(n_estimators=200, random_state=0, n_jobs=1),
-        "boosting": lambda: GradientBoostingClassifier(random_state=0),
-        "logreg": lambda: LogisticRegression(max_iter=2000),
+        # sized so that leave-one-task-out (a fit per task) stays seconds on a package of a few hundred tasks
+        "forest": lambda: RandomForestClassifier(n_estimators=40, random_state=0, n_jobs=1),
+        "boosting": lambda: GradientBoostingClassifier(n_estimators=30, random_state=0),
+        "logreg": lambda: LogisticRegression(solver="saga", max_iter=200, tol=1e-3),
     }
     return {f"structure_{name}_{suffix}": cross_validate(views, labels, by, x, model)
             for suffix, by in FOLDS.items() for name, model in models.items()}
 
 
 def text_probes(views: Sequence[TaskView], labels: Sequence[str]) -> dict[str, dict[str, str]]:
+    """The text classifiers. The vocabulary and its weights come from every task's words (no label is read):
+    the held-out task's words are known to the adversary, as they would be to one who holds the package."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.neighbors import KNeighborsClassifier
-    from sklearn.pipeline import make_pipeline
 
-    docs = [text_of(v) for v in views]
+    x = TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2), max_features=MAX_TERMS).fit_transform(
+        [text_of(v) for v in views])
     models: dict[str, Model] = {
-        "tfidf_nn": lambda: make_pipeline(TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2)),
-                                          KNeighborsClassifier(n_neighbors=1, metric="cosine", algorithm="brute")),
-        "tfidf_logreg": lambda: make_pipeline(TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2)),
-                                              LogisticRegression(max_iter=2000)),
+        "tfidf_nn": lambda: KNeighborsClassifier(n_neighbors=1, metric="cosine", algorithm="brute"),
+        "tfidf_logreg": lambda: LogisticRegression(solver="saga", max_iter=200, tol=1e-3),
     }
-    x = _Docs(docs)
     return {f"{name}_{suffix}": cross_validate(views, labels, by, x, model)
             for suffix, by in FOLDS.items() for name, model in models.items()}
-
-
-class _Docs:
-    """Documents indexable by a list of rows, as a pipeline that starts with a vectorizer takes them."""
-
-    def __init__(self, docs: list[str]) -> None:
-        self.docs = docs
-
-    def __getitem__(self, rows: list[int]) -> list[str]:
-        return [self.docs[i] for i in rows]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -24,6 +25,7 @@ from voe.ingest.sources.nerdm import schema as nerdm_schema
 from voe.ingest.sources.nerdm.build import NERDM_FILENAME, find_record_file, open_record
 from voe.ingest.sources.nerdm.collection import collection_builders, looks_like_collection
 from voe.ingest.sources.nerdm.stream import NerdmStream, NotStreamable, open_streamed
+from voe.ingest.sources.rocrate import METADATA, crate_builders, crate_files, is_crate_file
 from voe.ingest.write.loader import clean_stale, write_record, write_streamed
 from voe.settings import settings
 
@@ -298,6 +300,8 @@ def _builders(path: Path, schemas: nerdm_schema.NerdmSchemas | None, graph: Grap
             raise InputError("folder is empty: no nerdm.json and no files to ingest", path=str(path))
         if looks_like_collection(path):
             return _collection(path, schemas, problems)
+        if crate_files(path):
+            return _crates(path, problems)
         return [("folder", _folder_builder(path, graph))]
     try:
         head = path.read_bytes()[:1 << 20]
@@ -308,7 +312,31 @@ def _builders(path: Path, schemas: nerdm_schema.NerdmSchemas | None, graph: Grap
                                                           path.read_bytes())]
     if looks_like_collection(path):
         return _collection(path, schemas, problems)
+    if is_crate_file(path):
+        return _crates(path, problems)
+    if head[:4] == b"PK\x03\x04":
+        raise InputError("is a zip voe cannot read yet (not an RO-Crate or .eln: no ro-crate-metadata.json)",
+                         path=str(path))
     return [("nerdm", _nerdm(path, schemas, whole))]
+
+
+NOT_DATA = re.compile(r"^(license|licence|readme|copying|notice)|\.(md|txt|sha256)$", re.I)
+
+
+def _crates(path: Path, problems: list[IngestProblem]) -> list[tuple[str, BuilderCore]]:
+    """RO-Crates (ingest/sources/rocrate.py): a builder per crate, a problem per crate or file voe cannot read
+    (a folder's notes and licences excepted); the rest of the call lands."""
+    builders, errors = crate_builders(path)
+    problems += [IngestProblem.of(e.path or str(path), e.message, e.pointer) for e in errors]
+    if path.is_dir() and not (path / METADATA).is_file():
+        crates = {b.crate.source for b in builders} | {Path(e.path) for e in errors if e.path}
+        for f in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
+            if f not in crates and not NOT_DATA.search(f.name):
+                problems.append(IngestProblem.of(str(f), "is a format voe cannot read yet in a folder of crates; "
+                                                         "left out"))
+    if not builders:
+        raise InputError("holds no RO-Crate voe can read", path=str(path))
+    return [("crate", b) for b in builders]
 
 
 def _collection(path: Path, schemas: nerdm_schema.NerdmSchemas | None,

@@ -99,7 +99,9 @@ RETURN r.id AS record_id, r.ark AS ark, r.title AS record_title, r.version AS ve
        c IS NOT NULL AND c:Subcollection AS is_folder,
        c.filepath AS component_path, c.media_type AS media_type, c.declared_size AS declared_size,
        c.declared_sha256 AS declared_sha256, c.held AS held, c.download_url AS download_url,
-       c.description AS description, cf.sha256 AS local_sha256, cf.size AS local_size, cf.format AS local_format,
+       c.description AS description, c.entity_id AS crate_entity, c.found_at AS crate_found_at,
+       c.described AS crate_described, r.crate_root AS crate_root, r.source_path AS record_source,
+       cf.sha256 AS local_sha256, cf.size AS local_size, cf.format AS local_format,
        cf.summary_json AS local_summary,
        defects, [x IN sidecars WHERE x.path IS NOT NULL] AS sidecars, members, member_count, subfolders, lines,
        locations

@@ -17,6 +17,13 @@ Rules (NERDm records):
   download shows up here and as `checksum_mismatch`).
 - `unreadable_file` (rule `file.read`): a payload we should hold that cannot be read (a folder in its place,
   a permission error).
+- RO-Crates (ingest/sources/rocrate.py): `entity_path_mismatch` (rule `crate.file.misnamed`: a File entity names
+  a path the container does not hold while a member of that name sits elsewhere in the crate), `described_not_held`
+  (rule `crate.file.absent`: no member of that name at all), `undescribed_member` (rule `crate.member.undescribed`:
+  a member no entity describes, the crate's own packaging excepted), `id_escapes_root` (rule `crate.file.escapes`:
+  an `@id` that resolves outside the crate root; nothing outside is read), and `size_mismatch`, `checksum_mismatch`,
+  `media_type_mismatch` for a member against its entity's `contentSize`, `sha256`, `encodingFormat` (rules
+  `crate.size`, `crate.sha256`, `crate.encoding_format`).
 - `missing_checksum` (rule `nerdm.datafile.checksum`): a DataFile with no declared checksum where the record
   declares one for another file.
 - `no_checksums_declared` (rule `nerdm.datafile.no_checksums`): a DataFile with no declared checksum in a record
@@ -146,6 +153,10 @@ class DefectKind(StrEnum):
     RESOURCE_LIMIT = "resource_limit"
     VALUE_NOT_STORABLE = "value_not_storable"
     NOT_A_REGULAR_FILE = "not_a_regular_file"
+    ENTITY_PATH_MISMATCH = "entity_path_mismatch"
+    DESCRIBED_NOT_HELD = "described_not_held"
+    UNDESCRIBED_MEMBER = "undescribed_member"
+    ID_ESCAPES_ROOT = "id_escapes_root"
 
 
 RULES: dict[str, DefectKind] = {
@@ -177,6 +188,13 @@ RULES: dict[str, DefectKind] = {
     "parse.budget": DefectKind.RESOURCE_LIMIT,
     "graph.value": DefectKind.VALUE_NOT_STORABLE,
     "file.special": DefectKind.NOT_A_REGULAR_FILE,
+    "crate.file.misnamed": DefectKind.ENTITY_PATH_MISMATCH,
+    "crate.file.absent": DefectKind.DESCRIBED_NOT_HELD,
+    "crate.member.undescribed": DefectKind.UNDESCRIBED_MEMBER,
+    "crate.file.escapes": DefectKind.ID_ESCAPES_ROOT,
+    "crate.size": DefectKind.SIZE_MISMATCH,
+    "crate.sha256": DefectKind.CHECKSUM_MISMATCH,
+    "crate.encoding_format": DefectKind.MEDIA_TYPE_MISMATCH,
 }
 
 # parser findings whose detail states what the bytes hold (shown to a reviewer; see the module docstring)
@@ -255,6 +273,15 @@ GOLDS: dict[DefectKind, Gold] = {
                                         "the store (the value is kept as text)."),
     DefectKind.NOT_A_REGULAR_FILE: Gold(Decision.FLAG, "Where a payload should be, the archive holds a link or a "
                                         "special file: the item's bytes are not in the archive to check."),
+    DefectKind.ENTITY_PATH_MISMATCH: Gold(Decision.FLAG, "The crate's entity names a path its container does not "
+                                          "hold; the bytes sit under another name. Software that follows the "
+                                          "metadata finds nothing, and which member the entity means is a guess."),
+    DefectKind.DESCRIBED_NOT_HELD: Gold(Decision.LOCALIZE, "The crate describes a file its container does not hold "
+                                        "under any name: the item is named and cannot be had from this export."),
+    DefectKind.UNDESCRIBED_MEMBER: Gold(Decision.FLAG, "The container holds a file no entity describes: nothing says "
+                                        "what it is, where it came from, or that it belongs to the crate."),
+    DefectKind.ID_ESCAPES_ROOT: Gold(Decision.FLAG, "The entity's identifier resolves outside the crate: it points "
+                                     "at something the crate cannot vouch for (and voe does not read)."),
 }
 
 # Facts that look suspicious and are fine: hard negatives. A packet resting on them is submitted (the

@@ -30,7 +30,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     ".tiff": frozenset({"image/tiff"}),
     ".jpg": frozenset({"image/jpeg"}),
     ".jpeg": frozenset({"image/jpeg"}),
-    ".png": frozenset({"image/png"}),
+    ".png": frozenset({"image/png", "image/x-png"}),  # x-png: the legacy alias older browsers send
     ".gif": frozenset({"image/gif"}),
     ".bmp": frozenset({"image/bmp", "image/x-ms-bmp"}),
     ".pdf": frozenset({"application/pdf"}),

@@ -342,14 +342,18 @@ def _history(doc: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
 
 
 def dates_backwards(doc: dict[str, Any]) -> str | None:
-    """The first release whose date is earlier than its predecessor's in the record's own release history."""
+    """The record's own version dated before a version it follows, in the record's own release history (an
+    older pair out of order does not make this version's place unclear)."""
     entries = [(str(r.get("version") or ""), str(r.get("issued") or "")[:10]) for _, r in _history(doc)]
     entries = [(v, d) for v, d in entries if v and re.match(r"\d{4}-\d{2}-\d{2}$", d)]
-    entries.sort(key=lambda e: version_key(e[0]))
-    for (v0, d0), (v1, d1) in zip(entries, entries[1:], strict=False):
-        if d1 < d0:
-            return f"{v1} is dated {d1}, before {v0} ({d0})"
-    return None
+    own = next((d for v, d in entries if v == doc.get("version")), None)
+    if own is None:
+        return None
+    later = [(v, d) for v, d in entries if version_key(v) < version_key(str(doc["version"])) and d > own]
+    if not later:
+        return None
+    v0, d0 = max(later, key=lambda e: e[1])
+    return f"{doc['version']} is dated {own}, before {v0} ({d0}), a version it follows"
 
 
 def statements(snaps: list[Snapshot]) -> dict[tuple[str, str], Statement]:

@@ -1,0 +1,460 @@
+"""An RO-Crate, as a folder holding `ro-crate-metadata.json` or as a zip of one (`.eln`, the ELN Consortium's
+export of a lab notebook; `.zip`): the crate's File entities checked against what the container holds.
+
+The crate root is the folder of its `ro-crate-metadata.json` (in a zip, the member folder that holds it). Every
+File entity whose `@id` is a path (not an address) is resolved against the root, never leaving it: an `@id` that
+climbs out (`../x`) is refused as such (`id_escapes_root`), and nothing outside the root is read. What is checked,
+each fact located by JSON pointer into the metadata file (`/@graph/5`) or at the member's bytes:
+
+- the entity's path is a member: its bytes are the item (`contentSize` and `sha256`, when declared, checked
+  against them: `size_mismatch`, `checksum_mismatch`; `encodingFormat` against the file name:
+  `media_type_mismatch`, platform aliases allowed);
+- it is not, but a member of the same name is elsewhere in the root (a doubled root folder, `//` in the member
+  name): the entity misnames its file (`entity_path_mismatch`), and that member is the item;
+- no member of that name: the crate describes an item its container does not hold (`described_not_held`: an
+  unavailable Evidence, like a file a checksum file attests);
+- a member no entity describes (`undescribed_member`), except the packaging of the crate itself (its metadata,
+  preview, signature and public key).
+
+Identity: `crate:<name>` where name is the archive the crate is a version of: the folder that holds it when that
+folder is named `<name>@<version>` (the same export at successive commits), else the file's stem; version the part
+after `@`, else the crate's own `version`. Successive versions of one crate read in one call are compared as a
+record's versions are (ingest/sources/nerdm/collection.py): a file whose bytes changed, or that a later version
+no longer holds, with no statement covering it (a crate carries none). Zip members are extracted into a private
+temporary folder, bounded in number and size, and parsed by content like any held file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import re
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from voe.errors import InputError
+from voe.graph import EdgeRow, NodeRow
+from voe.ingest.builder import BuilderCore, Origin, RecordGraph, stamp_rows
+from voe.ingest.payloads.files import LocalBytes, hash_file
+from voe.ingest.payloads.parsers.release import version_key
+from voe.ingest.rules import ids, media_types
+from voe.ingest.rules.evidence import evidence_kind
+from voe.ontology import Label, Rel
+
+METADATA = "ro-crate-metadata.json"
+CRATE_SUFFIXES = (".eln", ".zip")
+PACKAGING = re.compile(r"(^|/)(ro-crate-metadata\.json(\.minisig)?|ro-crate-preview\.html|ro-crate\.pubkey)$", re.I)
+ADDRESS = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)  # http:, https:, doi:, a URL with one slash ("https:/x")
+MAX_MEMBERS = 20_000
+MAX_MEMBER_BYTES = 1 << 30  # a member larger than this is not extracted (its size is still compared)
+MAX_TOTAL_BYTES = 4 << 30
+VERSIONED = re.compile(r"^(?P<name>[^@]+)@(?P<version>[^@]+)$")
+
+
+def is_crate_file(path: Path) -> bool:
+    """A zip (by its bytes) whose members hold an ro-crate-metadata.json."""
+    if not path.is_file() or path.suffix.lower() not in CRATE_SUFFIXES:
+        return False
+    try:
+        with zipfile.ZipFile(path) as z:
+            return any(n.rsplit("/", 1)[-1] == METADATA for n in z.namelist()[:MAX_MEMBERS])
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
+def crate_files(path: Path) -> list[Path]:
+    """The crates a path holds: the path itself, a folder with ro-crate-metadata.json, or the crate files of a
+    folder and its subfolders (a folder of exports)."""
+    if path.is_file():
+        return [path] if is_crate_file(path) else []
+    if (path / METADATA).is_file():
+        return [path]
+    return sorted(p for p in path.rglob("*") if not p.is_symlink() and is_crate_file(p))
+
+
+@dataclass
+class Crate:
+    """One crate read: its members (relative to the container), the metadata, where it came from."""
+
+    source: Path  # the .eln/.zip file or the folder
+    name: str
+    version: str | None
+    root: str  # the crate root inside the container ("" for a folder crate)
+    metadata_member: str
+    raw: bytes
+    doc: dict[str, Any]
+    members: dict[str, int]  # member path -> size in the container
+    dated: str = ""
+
+    @property
+    def ark(self) -> str:
+        return f"crate:{self.name}"
+
+
+def _identity(source: Path, doc: dict[str, Any]) -> tuple[str, str | None]:
+    holder = source.parent.name if source.is_file() else source.name
+    m = VERSIONED.match(holder)
+    if m:
+        return m.group("name"), m.group("version")
+    stem = source.stem if source.is_file() else source.name
+    meta = _entity(doc, METADATA) or {}
+    version = meta.get("version") if isinstance(meta.get("version"), str) else None
+    return stem, version
+
+
+def _entity(doc: dict[str, Any], eid: str) -> dict[str, Any] | None:
+    graph = doc.get("@graph") if isinstance(doc, dict) else None
+    return next((e for e in graph or [] if isinstance(e, dict) and e.get("@id") == eid), None)
+
+
+def _types(e: dict[str, Any]) -> list[str]:
+    t = e.get("@type")
+    return [str(x) for x in t] if isinstance(t, list) else [str(t)] if t else []
+
+
+def read_crate(source: Path) -> Crate:
+    """The crate's listing and metadata; InputError names the file and what is wrong with it."""
+    if source.is_dir():
+        meta = source / METADATA
+        raw = meta.read_bytes()
+        members = {p.relative_to(source).as_posix(): p.stat().st_size for p in source.rglob("*")
+                   if p.is_file() and not p.is_symlink()}
+        root, member = "", METADATA
+    else:
+        try:
+            with zipfile.ZipFile(source) as z:
+                infos = z.infolist()
+                if len(infos) > MAX_MEMBERS:
+                    raise InputError(f"holds more than {MAX_MEMBERS} members; not read", path=str(source))
+                members = {i.filename: i.file_size for i in infos if not i.is_dir()}
+                metas = sorted((n for n in members if n.rsplit("/", 1)[-1] == METADATA), key=lambda n: (n.count("/"), n))
+                if not metas:
+                    raise InputError(f"holds no {METADATA}: not an RO-Crate", path=str(source))
+                member = metas[0]
+                if members[member] > 64 << 20:
+                    raise InputError(f"{member} is larger than 64 MiB; not read", path=str(source))
+                raw = z.read(member)
+        except zipfile.BadZipFile as exc:
+            raise InputError(f"is not a readable zip ({exc})", path=str(source)) from exc
+        root = posixpath.dirname(member)
+    try:
+        doc = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise InputError(f"{member}: is not JSON ({type(exc).__name__})", path=str(source)) from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("@graph"), list):
+        raise InputError(f"{member}: has no @graph; not an RO-Crate", path=str(source), pointer="/@graph")
+    name, version = _identity(source, doc)
+    meta_entity = _entity(doc, METADATA) or {}
+    root_entity = _entity(doc, "./") or {}
+    dated = str(meta_entity.get("dateCreated") or meta_entity.get("datePublished")
+                or root_entity.get("datePublished") or "")
+    return Crate(source, name, version, root, member, raw, doc, members, dated)
+
+
+def _inside(root: str, eid: str) -> str | None:
+    """The member path an entity's @id names, resolved against the crate root; None when it climbs out."""
+    rel = eid[2:] if eid.startswith("./") else eid.lstrip("/")
+    joined = posixpath.normpath(posixpath.join(root, rel)) if rel else root
+    if joined.startswith("../") or joined == ".." or (root and joined != root and not joined.startswith(root + "/")):
+        return None
+    return joined
+
+
+@dataclass
+class PriorCrate:
+    version: str
+    crate: Crate
+    files: dict[str, tuple[int, str, int]] = field(default_factory=dict)  # path in root -> (graph index, sha, size)
+
+
+class CrateBuilder(BuilderCore):
+    """One crate version: a Record, a Component and an Evidence per File entity and per undescribed member."""
+
+    POINTER_LOCATED = True
+
+    def __init__(self, crate: Crate, prior: PriorCrate | None = None) -> None:
+        self.crate = crate
+        self.prior = prior
+        self.doc = crate.doc
+        self.file_sha = hashlib.sha256(crate.raw).hexdigest()
+        self.provenance = "crate"
+        self.validated = True
+        label = crate.source.name if crate.source.is_file() else crate.source.name
+        self._record_name = f"{label}!{crate.metadata_member}" if crate.source.is_file() else crate.metadata_member
+        self._tmp = Path(tempfile.mkdtemp(prefix="voe-crate-"))
+        self.root = self._tmp
+        self.record_file = self._tmp / crate.metadata_member
+        self._start(crate.ark, ids.record_id(crate.ark, crate.version), crate.version,
+                    str((_entity(crate.doc, "./") or {}).get("name") or crate.name),
+                    [self.file_sha.encode(), f"crate:{crate.source.name}:{crate.version}".encode()])
+        self._entries = {}
+        self._any_special = False
+        self.hashes: dict[str, tuple[str, int]] = {}  # member path in root -> (sha256, size), for later versions
+
+    def _fallback_origin(self) -> Origin:
+        return Origin("", self.rec_id, Label.RECORD)
+
+    def build(self) -> RecordGraph:
+        try:
+            return self._build()
+        finally:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def _build(self) -> RecordGraph:
+        c = self.crate
+        arch = ids.archive_id("local")
+        self.g.nodes.append(NodeRow(arch, (Label.ARCHIVE,), {"host": "local", "name": "Local files"}))
+        meta_local = self._extract(c.metadata_member)
+        fid = self.file(meta_local, origin="crate") if meta_local else None
+        root_entity = _entity(c.doc, "./") or {}
+        self.g.nodes.append(NodeRow(self.rec_id, (Label.RECORD,), self._owned({
+            "ark": self.ark, "title": self.g.title, "version": c.version, "provenance": "crate",
+            "source_path": c.source.name, "ingest_state": "writing", "crate_root": c.root, "dated": c.dated or None,
+            "description": str(root_entity.get("description") or "")[:2000] or None,
+            "component_count": len(c.members)})))
+        self.g.edges.append(EdgeRow(Rel.CONTAINS, arch, Label.ARCHIVE, self.rec_id, Label.RECORD))
+        if fid is not None:
+            self.g.edges.append(EdgeRow(Rel.STORED_AS, self.rec_id, Label.RECORD, fid, Label.FILE,
+                                        {"path": self._record_name}))
+        self.g.edges.append(EdgeRow(Rel.LOCATED_AT, self.rec_id, Label.RECORD, self.location("", c.doc),
+                                    Label.SOURCE_LOCATION))
+        graph = c.doc["@graph"]
+        in_root = {m for m in c.members if not c.root or m.startswith(c.root + "/")}
+        described: set[str] = set()
+        for i, e in enumerate(graph):
+            if not isinstance(e, dict) or "File" not in _types(e) or not isinstance(e.get("@id"), str):
+                continue
+            eid = e["@id"]
+            if ADDRESS.match(eid) and "://" in eid:
+                continue  # a web resource the crate names: held elsewhere, like a record reference
+            described |= self._file_entity(i, e, in_root)
+        for m in sorted(in_root - described):
+            if PACKAGING.search(m):
+                continue
+            self._undescribed(m)
+        self._versions()
+        self.g.stamp = hashlib.sha256(b"\0".join(self._stamp_parts)).hexdigest()[:16]
+        self._seal()
+        stamp_rows(self.g.nodes, self.g.edges, self.g.stamp)
+        return self.g
+
+    # -- members ------------------------------------------------------------------------------------------
+    def _extract(self, member: str) -> LocalBytes | None:
+        """The member's bytes in the private folder (a folder crate: read in place), hashed; None when it is too
+        large to extract."""
+        c = self.crate
+        if c.source.is_dir():
+            return hash_file(c.source / member)
+        if c.members.get(member, 0) > MAX_MEMBER_BYTES:
+            return None
+        target = self._tmp / member
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(c.source) as z, z.open(member) as src, target.open("wb") as dst:
+            copied = 0
+            while chunk := src.read(1 << 20):
+                copied += len(chunk)
+                if copied > MAX_MEMBER_BYTES:
+                    break
+                dst.write(chunk)
+        return hash_file(target)
+
+    def _rel(self, member: str) -> str:
+        """A member's path inside the crate root."""
+        root = self.crate.root
+        return member[len(root) + 1:] if root and member.startswith(root + "/") else member
+
+    def _component(self, rel: str, props: dict[str, Any], pointer: str | None) -> str:
+        cid = ids.component_id(self.rec_id, rel)
+        self.g.components[Label.DATA_FILE.value] += 1
+        self.g.nodes.append(NodeRow(cid, (Label.COMPONENT, Label.DATA_FILE), self._owned(
+            {k: v for k, v in {"filepath": rel, "name": posixpath.basename(rel), "component_type": "DataFile",
+                               "nerdm_id": rel, **props}.items() if v is not None})))
+        self.g.edges.append(EdgeRow(Rel.HAS_COMPONENT, self.rec_id, Label.RECORD, cid, Label.COMPONENT))
+        if pointer is not None:
+            self.g.edges.append(EdgeRow(Rel.LOCATED_AT, cid, Label.COMPONENT, self.location(pointer, _at(self.doc, pointer)),
+                                        Label.SOURCE_LOCATION))
+        self._origins[cid] = Origin(pointer or "", cid, Label.COMPONENT)
+        return cid
+
+    def _hold(self, member: str, rel: str, cid: str) -> LocalBytes | None:
+        local = self._extract(member)
+        if local is None:
+            return None
+        self.hashes[rel] = (local.sha256, local.size)
+        self.held(local.path, rel, local, cid, parse=True)
+        return local
+
+    def _file_entity(self, i: int, e: dict[str, Any], in_root: set[str]) -> set[str]:
+        """The entity's component, evidence and findings; the members it accounts for."""
+        c, eid, ptr = self.crate, str(e["@id"]), f"/@graph/{i}"
+        member = _inside(c.root, eid)
+        declared_sha = str(e.get("sha256")).lower() if isinstance(e.get("sha256"), str) else None
+        size = e.get("contentSize")
+        declared_size = int(size) if isinstance(size, int) or (isinstance(size, str) and size.isdigit()) else None
+        media = e.get("encodingFormat") if isinstance(e.get("encodingFormat"), str) else None
+        base = {"entity_id": eid, "media_type": media, "declared_size": declared_size, "declared_sha256": declared_sha,
+                "title": e.get("name") if isinstance(e.get("name"), str) else None,
+                "description": str(e.get("description"))[:300] if e.get("description") else None}
+        if member is None:
+            rel = eid
+            cid = self._component(rel, {**base, "held": False, "status": "outside_root"}, ptr)
+            self.defect("crate.file.escapes", cid, Label.COMPONENT, ptr,
+                        f"the entity {eid!r} resolves outside the crate root; nothing outside it is read")
+            found = self._same_name(eid, in_root)
+            self._evidence(rel, cid, ptr, e, available=False)
+            return {found} if found else set()
+        rel = self._rel(member)
+        if member in in_root:
+            cid = self._component(rel, {**base, "held": True, "member": member}, ptr)
+            local = self._hold(member, rel, cid)
+            self._checks(cid, ptr, rel, local, declared_size, declared_sha, media)
+            self._evidence(rel, cid, ptr, e, available=True)
+            return {member}
+        found = self._same_name(eid, in_root)
+        if found is not None:
+            cid = self._component(rel, {**base, "held": False, "found_at": found}, ptr)
+            local = self._hold(found, rel, cid)
+            self.defect("crate.file.misnamed", cid, Label.COMPONENT, ptr,
+                        f"the entity {eid!r} names {member!r}, which the container does not hold; a member of that "
+                        f"name is at {found!r}")
+            self._checks(cid, ptr, rel, local, declared_size, declared_sha, media)
+            self._evidence(rel, cid, ptr, e, available=True)
+            return {found}
+        cid = self._component(rel, {**base, "held": False}, ptr)
+        self.defect("crate.file.absent", cid, Label.COMPONENT, ptr,
+                    f"the entity {eid!r} names {member!r}; the container holds no member of that name")
+        self._attested(rel, ptr, e)
+        return set()
+
+    def _same_name(self, eid: str, in_root: set[str]) -> str | None:
+        """A member whose path, slashes collapsed, ends with the entity's path, or whose name is the entity's."""
+        want = re.sub(r"/+", "/", eid.lstrip("./").strip("/"))
+        name = posixpath.basename(want)
+        collapsed = {m: re.sub(r"/+", "/", m) for m in in_root}
+        ends = sorted(m for m, flat in collapsed.items() if flat.endswith("/" + want) or flat == want)
+        if ends:
+            return ends[0]
+        same = sorted(m for m in in_root if posixpath.basename(m) == name)
+        return same[0] if len(same) == 1 else None
+
+    def _checks(self, cid: str, ptr: str, rel: str, local: LocalBytes | None, size: int | None, sha: str | None,
+                media: str | None) -> None:
+        if local is not None and size is not None and local.size != size:
+            self.defect("crate.size", cid, Label.COMPONENT, f"{ptr}/contentSize",
+                        f"{rel}: the crate declares {size} bytes, the container holds {local.size}")
+        if local is not None and sha and len(sha) == 64 and local.sha256 != sha:
+            self.defect("crate.sha256", cid, Label.COMPONENT, f"{ptr}/sha256",
+                        f"{rel}: the crate declares sha256 {sha}, the bytes have {local.sha256}")
+        if media and (reason := media_types.mismatch(rel, media)):
+            self.defect("crate.encoding_format", cid, Label.COMPONENT, f"{ptr}/encodingFormat", reason)
+
+    def _evidence(self, rel: str, cid: str, ptr: str, e: dict[str, Any], available: bool) -> None:
+        info = self._doc_info.get(cid)
+        kind, rule = evidence_kind(rel, e.get("name") if isinstance(e.get("name"), str) else None,
+                                   e.get("encodingFormat") if isinstance(e.get("encodingFormat"), str) else None,
+                                   info[1].format if info else None)
+        title = posixpath.basename(rel.rstrip("/")) or rel
+        eid = self.add_evidence(rel, kind, rule, title, cid, [self.location(ptr, _at(self.doc, ptr))],
+                                provenance="crate")
+        if not available:
+            row = next(r for r in reversed(self.g.nodes) if r.id == eid)
+            row.props["available"] = False
+
+    def _attested(self, rel: str, ptr: str, e: dict[str, Any]) -> None:
+        eid = self.add_attested(rel, [self.location(ptr, _at(self.doc, ptr))])
+        row = next(r for r in reversed(self.g.nodes) if r.id == eid)
+        row.props["crate_entity"] = str(e.get("@id"))
+
+    def _undescribed(self, member: str) -> None:
+        rel = self._rel(member)
+        cid = self._component(rel, {"held": True, "member": member, "described": False}, None)
+        local = self._hold(member, rel, cid)
+        loc = ids.location_id(local.sha256, "file") if local else None
+        if local is not None and loc is not None and loc not in self._locations:
+            self._locations.add(loc)
+            self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,), self._owned({
+                "kind": "file_region", "path": rel, "file_sha256": local.sha256, "locator": "file",
+                "span_sha256": local.sha256})))
+            self.g.edges.append(EdgeRow(Rel.IN_FILE, loc, Label.SOURCE_LOCATION, ids.file_id(local.sha256), Label.FILE))
+        self.defect("crate.member.undescribed", cid, Label.COMPONENT, f"{rel}#member",
+                    f"{rel}: the container holds it; no entity of the crate describes it", path=rel, location=loc)
+        kind, rule = evidence_kind(rel, None, None, None)
+        self.add_evidence(rel, kind, rule, posixpath.basename(rel), cid, [loc] if loc else [], provenance="crate")
+
+    # -- versions -----------------------------------------------------------------------------------------
+    def _versions(self) -> None:
+        """Files of the previous version whose bytes this version changed at the same path, with no statement (a
+        crate says nothing of what changed between its versions). A file a later export no longer holds decides
+        nothing: an export is a selection, and the next one may select other entries."""
+        if self.prior is None:
+            return
+        for rel, (_, sha, size) in sorted(self.prior.files.items()):
+            eid = ids.evidence_id(self.rec_id, rel)
+            row = next((r for r in self.g.nodes if r.id == eid), None)
+            now = self.hashes.get(rel)
+            before = [{"path": rel, "sha256": sha, "size": size, "source": None}]
+            if row is not None and now is not None and now[0] != sha:
+                row.props.update({"version_status": "changed", "version_from": self.prior.version,
+                                  "version_to": self.crate.version, "version_coverage": "none",
+                                  "version_changed": [rel], "version_before_json": json.dumps(before, sort_keys=True)})
+
+
+def _at(doc: Any, pointer: str) -> Any:
+    cur = doc
+    for part in pointer.split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        cur = cur[int(part)] if isinstance(cur, list) else cur.get(part) if isinstance(cur, dict) else None
+    return cur
+
+
+def crate_builders(path: Path) -> tuple[list[CrateBuilder], list[InputError]]:
+    """One builder per crate the path holds, each version told what the version before it held."""
+    crates: list[Crate] = []
+    problems: list[InputError] = []
+    for f in crate_files(path):
+        try:
+            crates.append(read_crate(f))
+        except InputError as exc:
+            problems.append(exc)
+        except OSError as exc:
+            problems.append(InputError(f"cannot be read: {exc.strerror or exc}", path=str(f)))
+    by_name: dict[str, list[Crate]] = {}
+    for c in crates:
+        by_name.setdefault(c.name, []).append(c)
+    builders: list[CrateBuilder] = []
+    for _name, versions in sorted(by_name.items()):
+        # only dated versions have an order: an undated one is compared with nothing
+        versions.sort(key=lambda c: (c.dated, version_key(c.version or "")))
+        prior: PriorCrate | None = None
+        for c in versions:
+            b = CrateBuilder(c, prior if c.dated else None)
+            builders.append(b)
+            if c.dated:
+                prior = PriorCrate(c.version or "", c, _prior_files(c))
+    return builders, problems
+
+
+def _prior_files(c: Crate) -> dict[str, tuple[int, str, int]]:
+    """The files an earlier version holds, by path in its root, with their sha256 and size (read from the zip)."""
+    out: dict[str, tuple[int, str, int]] = {}
+    if c.source.is_dir():
+        return out
+    with zipfile.ZipFile(c.source) as z:
+        for i, e in enumerate(c.doc.get("@graph") or []):
+            if not isinstance(e, dict) or "File" not in _types(e) or not isinstance(e.get("@id"), str):
+                continue
+            member = _inside(c.root, e["@id"])
+            if member is None or member not in c.members or c.members[member] > MAX_MEMBER_BYTES:
+                continue
+            h = hashlib.sha256()
+            with z.open(member) as fh:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+            rel = member[len(c.root) + 1:] if c.root and member.startswith(c.root + "/") else member
+            out[rel] = (i, h.hexdigest(), c.members[member])
+    return out
