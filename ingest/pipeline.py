@@ -19,6 +19,7 @@ from voe.ingest.builder import BuilderCore, RecordGraph
 from voe.ingest.payloads.files import SPECIAL_NAMES, entry_kind, hash_file, iter_entries
 from voe.ingest.payloads.parse_ahead import Workers
 from voe.ingest.rules import ids
+from voe.ingest.sources.bagit import bag_builders, bag_paths, is_bag
 from voe.ingest.sources.catalog import catalog_builders, looks_like_catalog
 from voe.ingest.sources.folder import FolderBuilder, distinct_folder_ark, folder_ark
 from voe.ingest.sources.nerdm import schema as nerdm_schema
@@ -296,6 +297,8 @@ def _builders(path: Path, schemas: nerdm_schema.NerdmSchemas | None, graph: Grap
     if path.is_dir():
         if (path / NERDM_FILENAME).exists() or (path / NERDM_FILENAME).is_symlink():
             return [("nerdm", _nerdm(path, schemas, whole))]
+        if is_bag(path) or bag_paths(path):
+            return _bags(path, problems)
         if all(kind == "dir" for _, kind in iter_entries(path)):  # stops at the first entry that is not a folder
             raise InputError("folder is empty: no nerdm.json and no files to ingest", path=str(path))
         if looks_like_collection(path):
@@ -314,10 +317,27 @@ def _builders(path: Path, schemas: nerdm_schema.NerdmSchemas | None, graph: Grap
         return _collection(path, schemas, problems)
     if is_crate_file(path):
         return _crates(path, problems)
+    if is_bag(path):
+        return _bags(path, problems)
     if head[:4] == b"PK\x03\x04":
         raise InputError("is a zip voe cannot read yet (not an RO-Crate or .eln: no ro-crate-metadata.json)",
                          path=str(path))
     return [("nerdm", _nerdm(path, schemas, whole))]
+
+
+def _bags(path: Path, problems: list[IngestProblem]) -> list[tuple[str, BuilderCore]]:
+    """BagIt bags (ingest/sources/bagit.py): a builder per dataset (multibag members grouped), a problem per bag or
+    file voe cannot read (a folder's notes, licences and the bags' sidecars excepted); the rest lands."""
+    builders, errors = bag_builders(path)
+    problems += [IngestProblem.of(e.path or str(path), e.message, e.pointer) for e in errors]
+    if path.is_dir() and not is_bag(path):
+        bags = {b.source for builder in builders for b in builder.bags} | {Path(e.path) for e in errors if e.path}
+        for f in sorted(p for p in path.iterdir() if p.is_file() and not p.is_symlink()):
+            if f not in bags and not NOT_DATA.search(f.name):
+                problems.append(IngestProblem.of(str(f), "is a format voe cannot read yet in a folder of bags; left out"))
+    if not builders:
+        raise InputError("holds no BagIt bag voe can read", path=str(path))
+    return [("bag", b) for b in builders]
 
 
 NOT_DATA = re.compile(r"^(license|licence|readme|copying|notice)|\.(md|txt|sha256)$", re.I)

@@ -24,6 +24,12 @@ Rules (NERDm records):
   an `@id` that resolves outside the crate root; nothing outside is read), and `size_mismatch`, `checksum_mismatch`,
   `media_type_mismatch` for a member against its entity's `contentSize`, `sha256`, `encodingFormat` (rules
   `crate.size`, `crate.sha256`, `crate.encoding_format`).
+- BagIt bags (ingest/sources/bagit.py): `checksum_mismatch` (rules `bag.manifest`, `bag.tagmanifest`: a file
+  against its manifest line; `bag.zip.sha256`: a zipped bag against its `.sha256` sidecar), `described_not_held`
+  (rule `bag.manifest.absent`: a manifest line for a file the bag does not hold, not fetched, in no other member),
+  `undescribed_member` (rule `bag.payload.undescribed`), `payload_oxum_mismatch` (rule `bag.oxum`: bag-info's
+  Payload-Oxum against the payload held), `id_escapes_root` (rule `bag.member.escapes`: a zip member outside the
+  bag's folder, never read).
 - `missing_checksum` (rule `nerdm.datafile.checksum`): a DataFile with no declared checksum where the record
   declares one for another file.
 - `no_checksums_declared` (rule `nerdm.datafile.no_checksums`): a DataFile with no declared checksum in a record
@@ -157,6 +163,7 @@ class DefectKind(StrEnum):
     DESCRIBED_NOT_HELD = "described_not_held"
     UNDESCRIBED_MEMBER = "undescribed_member"
     ID_ESCAPES_ROOT = "id_escapes_root"
+    PAYLOAD_OXUM_MISMATCH = "payload_oxum_mismatch"
 
 
 RULES: dict[str, DefectKind] = {
@@ -195,6 +202,13 @@ RULES: dict[str, DefectKind] = {
     "crate.size": DefectKind.SIZE_MISMATCH,
     "crate.sha256": DefectKind.CHECKSUM_MISMATCH,
     "crate.encoding_format": DefectKind.MEDIA_TYPE_MISMATCH,
+    "bag.manifest": DefectKind.CHECKSUM_MISMATCH,
+    "bag.tagmanifest": DefectKind.CHECKSUM_MISMATCH,
+    "bag.manifest.absent": DefectKind.DESCRIBED_NOT_HELD,
+    "bag.payload.undescribed": DefectKind.UNDESCRIBED_MEMBER,
+    "bag.oxum": DefectKind.PAYLOAD_OXUM_MISMATCH,
+    "bag.zip.sha256": DefectKind.CHECKSUM_MISMATCH,
+    "bag.member.escapes": DefectKind.ID_ESCAPES_ROOT,
 }
 
 # parser findings whose detail states what the bytes hold (shown to a reviewer; see the module docstring)
@@ -282,6 +296,9 @@ GOLDS: dict[DefectKind, Gold] = {
                                         "what it is, where it came from, or that it belongs to the crate."),
     DefectKind.ID_ESCAPES_ROOT: Gold(Decision.FLAG, "The entity's identifier resolves outside the crate: it points "
                                      "at something the crate cannot vouch for (and voe does not read)."),
+    DefectKind.PAYLOAD_OXUM_MISMATCH: Gold(Decision.FLAG, "The bag's own bag-info states another payload (octets and "
+                                           "files) than the bag holds: the bag does not describe itself, so a reader "
+                                           "cannot tell a complete transfer from a broken one."),
 }
 
 # Facts that look suspicious and are fine: hard negatives. A packet resting on them is submitted (the
