@@ -126,3 +126,54 @@ def fetch(record: str, into: Path, include: tuple[str, ...], max_bytes: int | No
         for f in report.failed:
             click.echo(f"failed: {f.filepath}: {f.error}", err=True)
     sys.exit(1 if report.failed else 0)
+
+
+@cli.command("audit")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Folder for audit.md, audit.csv, letters.txt and audit.json (with its schema).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (what audit.json holds).")
+@quiet_option
+def audit_cmd(paths: tuple[Path, ...], out: Path, as_json: bool, quiet: bool) -> None:
+    """The curator's defect report: every defect and conflict of each archive and version, for its owner.
+
+    With PATHs, they are ingested first (as `voe ingest` does) and only their records are reported; without,
+    every record the graph holds. Each finding names the file, where it sits (JSON pointer, line, cell),
+    what is declared against what is found, the rule, and how the archive resolves it when it does; sorted
+    by what blocks use first (blocks use, conflict, stale, note, our tools). letters.txt holds a plain-text
+    letter to the contact each record names. Offline: nothing is fetched. Exit 1 when a record has a finding
+    that blocks use, 2 when a path cannot be read (the others are still reported).
+
+    \b
+    Examples:
+      voe audit ../shared/archives/mds2-4103 --out out/audit
+      voe audit --out out/audit-all --json
+    """
+    from voe.compiler.audit import audit, write
+    from voe.graph import Graph
+    from voe.ingest import ingest_paths
+
+    with Graph() as graph:
+        graph.verify()
+        records = None
+        failed = False
+        if paths:
+            reporter = progress_reporter(quiet)
+            with reporter.bar("ingest", len(paths), "paths") as bar:
+                report = ingest_paths(list(paths), graph, progress=reporter.say, bar=bar.update)
+            echo_errors(report)
+            failed = bool(report.errors)
+            records = sorted({r.record_id for r in report.per_record})
+        result = audit(graph, records)
+    files = write(result, out)
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+    else:
+        for r in result.records:
+            click.echo(f"{r.ark} {r.version or '-'}: " + (", ".join(f"{s} {n}" for s, n in r.counts.items())
+                                                         or "nothing found"))
+        click.echo(f"wrote {', '.join(str(p) for k, p in files.items() if k != 'schema')}")
+    if failed:
+        sys.exit(2)
+    if any(r.counts.get("blocks use") for r in result.records):
+        sys.exit(1)

@@ -158,6 +158,7 @@ class BagBuilder(BuilderCore):
         self.bags = sorted(bags, key=lambda b: b.name)
         head = self.bags[-1]
         info = {k: v for b in self.bags for _, k, v in b.info()}
+        self.info = info
         heads = [v for b in self.bags for _, k, v in b.info() if k == "Multibag-Head-Version"]
         self.version = max(heads, default=None)
         self.doc = {}
@@ -190,7 +191,8 @@ class BagBuilder(BuilderCore):
         self.g.nodes.append(NodeRow(self.rec_id, (Label.RECORD,), self._owned({
             "ark": self.ark, "title": self.g.title, "version": self.version, "provenance": "bag",
             "source_path": self.bags[-1].source.name, "ingest_state": "writing",
-            "external_identifiers": self.external or None, "component_count": sum(len(b.files) for b in self.bags)})))
+            "external_identifiers": self.external or None, "component_count": sum(len(b.files) for b in self.bags),
+            "contact_name": self.info.get("Contact-Name"), "contact_email": self.info.get("Contact-Email")})))
         self.g.edges.append(EdgeRow(Rel.CONTAINS, arch, Label.ARCHIVE, self.rec_id, Label.RECORD))
         lookup = self._lookup()
         for bag in self.bags:

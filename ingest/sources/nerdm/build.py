@@ -126,7 +126,8 @@ HEADER_PROPS = {"ediid": "ediid", "version": "version", "doi": "doi", "title": "
                 "_schema": "schema"}
 RECORD_FIELDS: dict[str, tuple[str, ...]] = {**{prop: (key,) for key, prop in HEADER_PROPS.items()},
                                              "ark": ("@id",), "id": ("@id",), "record_id": ("@id",),
-                                             "description": ("description",), "release_history": ("releaseHistory",)}
+                                             "description": ("description",), "release_history": ("releaseHistory",),
+                                             "contact_name": ("contactPoint",), "contact_email": ("contactPoint",)}
 COMPONENT_PROPS = {"filepath": "filepath", "mediaType": "media_type", "size": "declared_size",
                    "checksum/hash": "declared_sha256", "checksum/algorithm": "checksum_algorithm",
                    "describes": "describes", "valid": "valid", "downloadURL": "download_url",
@@ -250,6 +251,19 @@ def _description(header: NerdmHeader) -> str | None:
     parts = value if isinstance(value, list) else [value] if isinstance(value, str) else []
     text = " ".join(str(p).strip() for p in parts if isinstance(p, str) and p.strip())
     return text[:MAX_DESCRIPTION] or None
+
+
+def _contact(point: Any) -> dict[str, str]:
+    """Who the record names to write to (NERDm contactPoint: fn, hasEmail), for the curator's report."""
+    if not isinstance(point, dict):
+        return {}
+    name, email = point.get("fn"), point.get("hasEmail")
+    out = {}
+    if isinstance(name, str) and name.strip():
+        out["contact_name"] = name.strip()[:200]
+    if isinstance(email, str) and email.strip():
+        out["contact_email"] = email.strip().removeprefix("mailto:")[:200]
+    return out
 
 
 MAX_HISTORY = 1200
@@ -426,6 +440,7 @@ class NerdmBuilder(BuilderCore):
             "license": h.license, "publisher": h.publisher.name if h.publisher is not None else None,
             "schema": h.schema_uri, "source_path": self.record_name, "source_sha256": self.file_sha,
             "component_count": count, "ingest_state": "writing", "description": _description(h),
+            **_contact((h.model_extra or {}).get("contactPoint")),
         }
         for key, value in self._header_unread.items():
             if key in HEADER_PROPS:
