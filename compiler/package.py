@@ -174,6 +174,7 @@ def compile_package(graph: Graph, out: Path, admission: Admission, annotator: An
                               "largest_item_group": max(by_item.values(), default=0),
                               "evidence_entries": sum(len(v.menu) for v in views), "canonical_evidence": len(offered),
                               **fact_counts(answers), "by_archive": by_archive(views, answers, cat),
+                              "by_format": by_format(answers, cat),
                               "filtered": filtered,
                               # why a candidate is not a task: a probe's limit kept it out (selection), or the gate's
                               # classifiers dropped it after (trimming); by task id, stable across compiles
@@ -360,6 +361,18 @@ def by_archive(views: list[TaskView], answers: list[TaskAnswer], cat: Any) -> di
             else v.workflow_id.removeprefix("wf:")
         out.setdefault(record, Counter())[family[v.task_id]] += 1
     return {k: dict(sorted(c.items())) for k, c in sorted(out.items())}
+
+
+def by_format(answers: list[TaskAnswer], cat: Any) -> dict[str, dict[str, int]]:
+    """Tasks and distinct gold facts per source format the subject was read from (a NERDm record, a collection of
+    records, a plain folder, an RO-Crate, a BagIt bag): how far the package reaches into what archives publish."""
+    tasks: Counter[str] = Counter()
+    facts: dict[str, set[str]] = {}
+    for a in answers:
+        fmt = str(cat.rows[a.binding[0]].get("source_format") or "nerdm") if a.binding[0] in cat.rows else "unknown"
+        tasks[fmt] += 1
+        facts.setdefault(fmt, set()).update(a.gold_facts)
+    return {f: {"tasks": tasks[f], "gold_facts": len(facts[f])} for f in sorted(tasks)}
 
 
 def families_absent(families: dict[str, int]) -> dict[str, str]:

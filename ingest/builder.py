@@ -49,7 +49,7 @@ from voe.ingest.sources.releases import ParsedFile
 from voe.ontology import Label, Rel
 
 # part of the ingest stamp: changing a rule re-stamps (and re-checks) records; 9: span hashes over RFC 8785 bytes
-RULESET_VERSION = "nerdm-15"
+RULESET_VERSION = "nerdm-16"
 
 
 # the libraries whose reading of a file becomes facts: an upgrade of one re-stamps (and re-reads) every record,
@@ -193,6 +193,7 @@ class BuilderCore:
     attributes below, then calls `_start`; `_seal` runs last."""
 
     POINTER_LOCATED = True  # defects without a location are located by JSON pointer into the record file
+    SOURCE_FORMAT = "nerdm"  # what the record was read from (the manifest counts decisions per source format)
     record_file: Path  # the file JSON pointers point into (a plain folder: its listing, never read)
     root: Path
     doc: Any  # the JSON those pointers index
@@ -295,6 +296,9 @@ class BuilderCore:
         and every edge are made storable the same way without a defect of their own. `first`: whether these
         are the record's first rows (default: they start at 0), where the record id's own defect goes."""
         end = len(self.g.nodes)
+        for row in self.g.nodes[start_nodes:end]:
+            if row.id == self.rec_id and Label.RECORD in row.labels:
+                row.props.setdefault("source_format", self.SOURCE_FORMAT)
         reported: set[tuple[str, str]] = set()
         if self._rec_id_note and (start_nodes == 0 if first is None else first):
             self._value_defect(self._fallback_origin(), "id", self._rec_id_note, reported)

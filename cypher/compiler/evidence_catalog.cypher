@@ -80,6 +80,7 @@ WITH r, e, c, cf, defects, sidecars, members, member_count, subfolders, lines, c
                        text: l.text, line: l.line, id: l.id, name: l.name, sheet: l.sheet, cell: l.cell}) AS locations
 RETURN r.id AS record_id, r.ark AS ark, r.title AS record_title, r.version AS version,
        coalesce(r.provenance, 'nist_bytes') AS record_provenance, r.description AS record_description,
+       coalesce(r.source_format, 'nerdm') AS source_format,
        record_description_at, r.release_history AS record_history, record_history_at,
        r.release_dates_backwards AS release_dates_backwards, r.snapshot_conflict AS snapshot_conflict,
        e.id AS evidence_id, e.kind AS kind, e.title AS title, e.filepath AS filepath, e.provenance AS provenance,

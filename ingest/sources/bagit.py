@@ -152,6 +152,8 @@ class BagBuilder(BuilderCore):
     """One dataset's bags (one bag, or the members of a multibag): a Record, a Subcollection and Evidence per
     member, a DataFile and Evidence per payload file, tag files as components."""
 
+    SOURCE_FORMAT = "bagit"
+
     POINTER_LOCATED = False
 
     def __init__(self, bags: list[Bag]) -> None:
@@ -175,14 +177,18 @@ class BagBuilder(BuilderCore):
                      for b in self.bags])
         self._entries = {}
         self._any_special = False
+        self._zips: dict[str, zipfile.ZipFile] = {}
 
     def _fallback_origin(self) -> Origin:
         return Origin("", self.rec_id, Label.RECORD)
 
     def build(self) -> RecordGraph:
+        self._zips = {b.name: zipfile.ZipFile(b.source) for b in self.bags if not b.source.is_dir()}
         try:
             return self._build()
         finally:
+            for z in self._zips.values():
+                z.close()
             shutil.rmtree(self._tmp, ignore_errors=True)
 
     def _build(self) -> RecordGraph:
@@ -220,7 +226,8 @@ class BagBuilder(BuilderCore):
             return None
         target = self._tmp / bag.name / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(bag.source) as z, z.open(bag.prefix + rel) as src, target.open("wb") as dst:
+        z = self._zips.get(bag.name) or zipfile.ZipFile(bag.source)
+        with z.open(bag.prefix + rel) as src, target.open("wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
         return hash_file(target)
 

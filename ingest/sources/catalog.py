@@ -33,6 +33,7 @@ class CatalogBuilder(BuilderCore):
     """Builds one reconstructed record from one section of the facts file."""
 
     POINTER_LOCATED = False  # located at lines of the facts file
+    SOURCE_FORMAT = "facts_catalog"
 
     def __init__(self, path: Path, local: LocalBytes, lines: list[str], start: int, end: int, ark: str,
                  doi: str | None) -> None:  # noqa: D107

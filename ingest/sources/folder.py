@@ -55,6 +55,7 @@ def is_sidecar(relpath: str) -> bool:
 
 
 class FolderBuilder(BuilderCore):
+    SOURCE_FORMAT = "folder"
     POINTER_LOCATED = False  # no record file: a defect is located at a file's bytes, or not at all
 
     def __init__(self, root: Path, ark: str | None = None,

@@ -175,6 +175,8 @@ class PriorCrate:
 class CrateBuilder(BuilderCore):
     """One crate version: a Record, a Component and an Evidence per File entity and per undescribed member."""
 
+    SOURCE_FORMAT = "ro-crate"
+
     POINTER_LOCATED = True
 
     def __init__(self, crate: Crate, prior: PriorCrate | None = None) -> None:
@@ -195,14 +197,18 @@ class CrateBuilder(BuilderCore):
         self._entries = {}
         self._any_special = False
         self.hashes: dict[str, tuple[str, int]] = {}  # member path in root -> (sha256, size), for later versions
+        self._zip: zipfile.ZipFile | None = None
 
     def _fallback_origin(self) -> Origin:
         return Origin("", self.rec_id, Label.RECORD)
 
     def build(self) -> RecordGraph:
+        self._zip = None if self.crate.source.is_dir() else zipfile.ZipFile(self.crate.source)  # one open, many reads
         try:
             return self._build()
         finally:
+            if self._zip is not None:
+                self._zip.close()
             shutil.rmtree(self._tmp, ignore_errors=True)
 
     def _build(self) -> RecordGraph:
@@ -254,7 +260,8 @@ class CrateBuilder(BuilderCore):
             return None
         target = self._tmp / member
         target.parent.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(c.source) as z, z.open(member) as src, target.open("wb") as dst:
+        z = self._zip or zipfile.ZipFile(c.source)
+        with z.open(member) as src, target.open("wb") as dst:
             copied = 0
             while chunk := src.read(1 << 20):
                 copied += len(chunk)

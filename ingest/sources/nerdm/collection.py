@@ -181,6 +181,8 @@ def coverage(statement: str | None) -> str:
 class SnapshotBuilder(NerdmBuilder):
     """One record of a collection: a NERDm record at a pointer of a shared file, with no payloads."""
 
+    SOURCE_FORMAT = "nerdm_collection"
+
     def __init__(self, snap: Snapshot, validated: bool, rec_id: str | None, prior: Prior | None,
                  statement: Statement | None, conflict: list[str], between: list[Statement | None]) -> None:
         self.snap, self.base = snap, snap.pointer
