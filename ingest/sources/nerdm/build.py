@@ -353,7 +353,7 @@ class NerdmBuilder(BuilderCore):
         self.provenance = "nist_bytes"  # a reconstructed catalog says so instead (ingest/sources/catalog.py)
         self.validated = validated  # when False, structural problems the schema would name are reported here
         self._by_nerdm_id: dict[str, tuple[int, NerdmComponent, str]] = {}
-        self._declares_checksums = True  # build() reads the components; a streamed record keeps the stricter rule
+        self._declares_checksums = True  # build() reads it from the components, a streamed record from its scan
         self.header, self._header_unread = self._read_header(doc)
         # whether the schema check ran is part of the stamp: its defects exist only when it did
         self._start(self.header.ark, rec_id or ids.record_id(self.header.ark, self.header.version), self.header.version,

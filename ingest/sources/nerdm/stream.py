@@ -125,6 +125,9 @@ class Scan:
     count: int
     sha256: str
     size: int
+    # whether a component other than a checksum file declares a checksum hash: the build's choice between
+    # missing_checksum and no_checksums_declared needs the whole list (ingest/rules/defects.py)
+    declares_checksums: bool = False
 
 
 class NotStreamable(Exception):
@@ -143,6 +146,10 @@ def scan(path: Path) -> Scan:
     key: str | None = None
     builder: Any = None  # the header member being read
     seen_components = in_components = False
+    declares = False
+    item_key: str | None = None  # the component's member being read (depth 3 keys) and, in checksum, its key
+    inner_key: str | None = None
+    hashed = checksum_file = False  # of the component being read
     try:
         with f:
             events = ijson.basic_parse(hashing, use_float=True, buf_size=READ_BYTES)
@@ -151,18 +158,31 @@ def scan(path: Path) -> Scan:
                 raise NotStreamable("top level is not an object")
             depth = 1
             for event, value in events:
-                if in_components:  # count the items, hold none of them
+                if in_components:  # count the items, hold none of them; note whether any declares a checksum
                     if event in _START:
                         depth += 1
                         if depth == 3:
                             count += 1
+                            hashed = checksum_file = False
                         elif depth > MAX_JSON_DEPTH:
                             raise NotStreamable("nested too deep")
                     elif event in _END:
                         depth -= 1
+                        if depth == 2 and event == "end_map":
+                            declares = declares or (hashed and not checksum_file)
                         in_components = depth > 1
                     elif depth == 2:
                         count += 1
+                    elif event == "map_key" and depth == 3:
+                        item_key = value
+                    elif event == "map_key" and depth == 4:
+                        inner_key = value
+                    elif depth == 4 and item_key == "@type" and value == "nrdp:ChecksumFile":
+                        checksum_file = True
+                    elif depth == 3 and item_key == "@type" and value == "nrdp:ChecksumFile":
+                        checksum_file = True  # a bare string @type: the in-memory rule reads it as a sequence
+                    elif depth == 4 and item_key == "checksum" and inner_key == "hash" and value:
+                        hashed = True
                     continue
                 if builder is not None:
                     builder.event(event, value)
@@ -206,7 +226,7 @@ def scan(path: Path) -> Scan:
         raise NotStreamable("no components member")  # a small record; its whole-file span has no components
     if hashing.surrogates and _lone_surrogate_escape(path):
         raise NotStreamable("a surrogate escape (\\uD800-\\uDFFF), which yajl does not keep")
-    return Scan(header, count, hashing.sha.hexdigest(), hashing.size)
+    return Scan(header, count, hashing.sha.hexdigest(), hashing.size, declares)
 
 
 def _key(nerdm_id: str) -> bytes:
@@ -309,6 +329,7 @@ class NerdmStream(NerdmBuilder):
             raise NotStreamable("a file name Neo4j cannot store as it is")  # its defect is located at the root
         self._open(record_file, {**header, "components": self._window}, scanned.sha256, scanned.size,
                    schemas is not None)
+        self._declares_checksums = scanned.declares_checksums  # what build() learns from the whole list
         self._index: dict[bytes, int | bytes] = {}
         self._folders: dict[str, str] = {}
         self._folder_index: dict[str, int] = {}
