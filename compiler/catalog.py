@@ -143,7 +143,7 @@ def _copies(graph: Graph, cat: Catalog) -> dict[str, str | None]:
     for r in graph.query(RESOLVED_QUERY):
         if r["copy_evidence"] not in cat.rows:
             continue
-        by_copy = r["how"] == "copy"
+        by_copy = r["how"] == "copy"  # a manifest or the record's own data: nothing more to read than the item
         key = (0 if by_copy else 1, int(r["depth"]), str(r["copy_evidence"]), r["copy_evidence"] if by_copy else None)
         if r["defect_id"] not in best or key[:3] < best[r["defect_id"]][:3]:
             best[r["defect_id"]] = key

@@ -33,7 +33,8 @@ Rules (NERDm records):
   (rule `bag.manifest.absent`: a manifest line for a file the bag does not hold, not fetched, in no other member),
   `undescribed_member` (rule `bag.payload.undescribed`), `payload_oxum_mismatch` (rule `bag.oxum`: bag-info's
   Payload-Oxum against the payload held), `id_escapes_root` (rule `bag.member.escapes`: a zip member outside the
-  bag's folder, never read).
+  bag's folder, never read), `checksum_mismatch` (rule `bag.nerdm.sha256`: the NERDm metadata inside the bag
+  declares another digest than the bytes have; the payload manifest, when it agrees, resolves it).
 - `missing_checksum` (rule `nerdm.datafile.checksum`): a DataFile with no declared checksum where the record
   declares one for another file.
 - `no_checksums_declared` (rule `nerdm.datafile.no_checksums`): a DataFile with no declared checksum in a record
@@ -215,6 +216,7 @@ RULES: dict[str, DefectKind] = {
     "bag.payload.undescribed": DefectKind.UNDESCRIBED_MEMBER,
     "bag.oxum": DefectKind.PAYLOAD_OXUM_MISMATCH,
     "bag.zip.sha256": DefectKind.CHECKSUM_MISMATCH,
+    "bag.nerdm.sha256": DefectKind.CHECKSUM_MISMATCH,
     "bag.member.escapes": DefectKind.ID_ESCAPES_ROOT,
     "nerdm.readme.identifier": DefectKind.README_CITES_OTHER_RECORD,
     "nerdm.readme.filename": DefectKind.README_NAMES_OTHER_FILE,
