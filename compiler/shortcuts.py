@@ -18,6 +18,7 @@ states, no parallelism.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -49,7 +50,16 @@ def cross_validate(views: Sequence[TaskView], labels: Sequence[str], by: str, x:
             predicted = [classes[0]] * len(test)
         else:
             est = model()
-            est.fit(x[train], [labels[i] for i in train])
+            with warnings.catch_warnings():  # a fold's fit that stops at its iteration cap still predicts
+                warnings.simplefilter("ignore", category=UserWarning)
+                warnings.simplefilter("ignore", category=RuntimeWarning)
+                try:
+                    from sklearn.exceptions import ConvergenceWarning
+
+                    warnings.simplefilter("ignore", category=ConvergenceWarning)
+                except ImportError:  # pragma: no cover - scikit-learn always has it
+                    pass
+                est.fit(x[train], [labels[i] for i in train])
             predicted = [str(c) for c in est.predict(x[test])]
         for i, cls in zip(test, predicted, strict=True):
             out[views[i].task_id] = cls
