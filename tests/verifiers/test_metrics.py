@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from voe.artifacts.clusters import lineage
 from voe.artifacts.package import Action, Family, ReferenceStep, TaskAnswer
 from voe.artifacts.scores import TrajectoryScore, Verdict
 from voe.verifiers.metrics import (
@@ -226,6 +227,16 @@ def test_clusters_join_tasks_that_share_a_workflow_or_a_gold_fact() -> None:
     got = clusters_of(tasks)
     assert got["t1"] == got["t2"] == got["t3"] == "wf:a"  # t3's workflow is joined through the shared fact
     assert got["t4"] == "wf:c" and got["t5"] == "wf:d"
+
+
+def test_the_versions_of_one_archive_are_one_cluster_and_one_lineage() -> None:
+    assert lineage("wf:ark:/88434/mds2-2106@1.6.0~a1b2") == lineage("wf:ark:/88434/mds2-2106@1.5.0") \
+        == "wf:ark:/88434/mds2-2106"
+    assert lineage("wf:crate:PASTA@8f93b89") == lineage("wf:crate:PASTA@a9641fd") != lineage("wf:crate:Other@8f93b89")
+    tasks = {"t1": ("wf:ark:/1/r@1.0", ["clean:a"]), "t2": ("wf:ark:/1/r@2.0", ["clean:b"]),
+             "t3": ("wf:ark:/1/s@1.0", ["clean:c"])}
+    got = clusters_of(tasks)
+    assert got["t1"] == got["t2"] == "wf:ark:/1/r@1.0" and got["t3"] == "wf:ark:/1/s@1.0"
 
 
 def test_a_rate_carries_the_rate_of_each_pass_in_pass_order() -> None:
