@@ -11,6 +11,7 @@ from voe.artifacts.package import Action, Family, ReferenceStep, TaskAnswer
 from voe.artifacts.scores import TrajectoryScore, Verdict
 from voe.verifiers.metrics import (
     ZERO_WIDTH,
+    clopper_pearson,
     cluster_bootstrap_ci,
     cluster_ci,
     cluster_se,
@@ -149,14 +150,19 @@ def test_one_cluster_gives_the_point_value() -> None:
     assert "one cluster" in r.cluster_method
 
 
-def test_all_equal_values_give_the_point_value() -> None:
+def test_all_equal_values_give_the_exact_interval_over_clusters_never_a_point() -> None:
+    """n of n (or 0 of n) is not certainty: the headline is Clopper-Pearson over the clusters, each counted once;
+    the bootstrap, which cannot move, stays the point value and says why."""
     r = rate({0: [True] * 6, 1: [True] * 6}, {0: list("aabbcc"), 1: list("aabbcc")})
     assert r.clusters == 3
-    assert r.ci95 == (1.0, 1.0)
+    assert r.ci95 == pytest.approx((0.2924017738, 1.0))  # (0.025)^(1/3): the exact lower bound of 3 of 3
+    assert "clopper_pearson_over_clusters" in r.method
     assert r.ci95_cluster_bootstrap == (1.0, 1.0)
     assert "no variance between clusters" in r.cluster_method
     z = rate({0: [False] * 4}, {0: list("abcd")})
-    assert z.ci95 == (0.0, 0.0) and z.ci95_cluster_bootstrap == (0.0, 0.0)
+    assert z.ci95 == pytest.approx((0.0, 1 - 0.025 ** (1 / 4))) and z.ci95_cluster_bootstrap == (0.0, 0.0)
+    assert clopper_pearson(0, 10) == pytest.approx((0.0, 0.3084971078))
+    assert clopper_pearson(3, 10) == pytest.approx((0.0667395, 0.6524529), abs=1e-6)
 
 
 def test_zero_trajectories_give_finite_intervals() -> None:
