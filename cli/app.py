@@ -42,13 +42,24 @@ def echo_errors(report: Any) -> None:
         click.echo(f"error: {where}: {err.message}", err=True)
 
 
-def claim_out(out: Path, *, force: bool, resume: bool | None = None) -> None:
+def claim_out(out: Path, *, force: bool, resume: bool | None = None, flag: str = "--force") -> None:
     """A run's --out, by the one rule of voe/artifacts/outdir.py: refused when it holds something, unless `--force`
-    (an earlier run only) or `--resume` (None: the command has no such flag)."""
+    (an earlier run only; `flag` is its name in this command) or `--resume` (None: the command has no such flag)."""
     from voe.artifacts.outdir import RUN_MARKERS
     from voe.artifacts.outdir import claim_out as claim
 
-    claim(out, markers=RUN_MARKERS, what="run", force=force, resume=resume)
+    claim(out, markers=RUN_MARKERS, what="run", force=force, resume=resume, flag=flag)
+
+
+def artifact_force_option(what: str) -> Callable[[F], F]:
+    from voe.artifacts.outdir import ARTIFACT_MARKERS
+
+    def wrap(fn: F) -> F:
+        return click.option("--force", is_flag=True,
+                            help=f"Replace the earlier {what} in --out (a folder holding "
+                                 f"{' or '.join(ARTIFACT_MARKERS[what])}); any other folder that is not empty is "
+                                 "refused.")(fn)
+    return wrap
 
 
 def force_option(fn: F) -> F:

@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import click
 
 from voe.cli.app import F, cli, echo_errors, emit_json, log_to_stderr, progress_reporter, quiet_option
-from voe.config import up_command
+from voe.config import Target, db_target, up_command
 
 
 def _server_options(fn: F) -> F:
-    fn = click.option("--instance", default="default", show_default=True,
-                      help="Name of the local server; each has its own data folder.")(fn)
-    fn = click.option("--bolt-port", default=7687, show_default=True, type=int, help="Bolt port on 127.0.0.1.")(fn)
-    fn = click.option("--http-port", default=7474, show_default=True, type=int,
-                      help="HTTP port on 127.0.0.1 (Neo4j Browser at /browser/).")(fn)
+    fn = click.option("--instance", default=None,
+                      help="Name of the local server; each has its own data folder. Default: the instance "
+                           "NEO4J_URI's port names, else `default`.")(fn)
+    fn = click.option("--bolt-port", default=None, type=int,
+                      help="Bolt port on 127.0.0.1 (default: the instance's own, else NEO4J_URI's, else 7687).")(fn)
+    fn = click.option("--http-port", default=None, type=int,
+                      help="HTTP port on 127.0.0.1, Neo4j Browser at /browser/ (default: the instance's own, "
+                           "else 7474).")(fn)
     return fn
+
+
+def _target(instance: str | None, bolt_port: int | None, http_port: int | None) -> Target:
+    from voe.settings import settings
+
+    env = settings()
+    # NEO4J_URI counts only when the user set it: the default URI names no instance
+    uri = env.neo4j_uri if "NEO4J_URI" in os.environ and os.environ["NEO4J_URI"] else None
+    return db_target(instance, bolt_port, http_port, env.cache_dir, uri)
 
 
 @cli.group()
@@ -48,7 +61,7 @@ def db() -> None:
 @click.option("--pagecache", default="512m", show_default=True, help="Neo4j page cache size.")
 @click.option("--timeout", default=180.0, show_default=True, help="Seconds to wait until Bolt answers.")
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def db_up(instance: str, bolt_port: int, http_port: int, heap: str, pagecache: str, timeout: float,
+def db_up(instance: str | None, bolt_port: int | None, http_port: int | None, heap: str, pagecache: str, timeout: float,
           as_json: bool) -> None:
     """Start the local Neo4j (downloading its jars on first use) and wait until it answers on Bolt.
 
@@ -69,7 +82,8 @@ def db_up(instance: str, bolt_port: int, http_port: int, heap: str, pagecache: s
         if done >= total:
             bars[0].close()
 
-    server = LocalNeo4j(instance, bolt_port, http_port, heap, pagecache, log=log_to_stderr(not as_json),
+    t = _target(instance, bolt_port, http_port)
+    server = LocalNeo4j(t.instance, t.bolt_port, t.http_port, heap, pagecache, log=log_to_stderr(not as_json),
                         progress=progress)
     status = server.up(timeout=timeout)
     if as_json:
@@ -86,7 +100,7 @@ def db_up(instance: str, bolt_port: int, http_port: int, heap: str, pagecache: s
 
 @db.command("down")
 @_server_options
-def db_down(instance: str, bolt_port: int, http_port: int) -> None:
+def db_down(instance: str | None, bolt_port: int | None, http_port: int | None) -> None:
     """Stop the local Neo4j cleanly (it checkpoints its data before exiting).
 
     \b
@@ -96,13 +110,14 @@ def db_down(instance: str, bolt_port: int, http_port: int) -> None:
     """
     from voe.neo4j_server import LocalNeo4j
 
-    stopped = LocalNeo4j(instance, bolt_port, http_port).down()
-    click.echo("Neo4j stopped" if stopped else "Neo4j was not running")
+    t = _target(instance, bolt_port, http_port)
+    stopped = LocalNeo4j(t.instance, t.bolt_port, t.http_port).down()
+    click.echo(f"Neo4j ({t.instance}) stopped" if stopped else f"Neo4j ({t.instance}) was not running")
 
 
 @db.command("password")
 @_server_options
-def db_password(instance: str, bolt_port: int, http_port: int) -> None:
+def db_password(instance: str | None, bolt_port: int | None, http_port: int | None) -> None:
     """Print the local server's password for the user neo4j (made by the first `voe db up`).
 
     voe's own commands read it themselves; a script or driver of yours uses it as NEO4J_PASSWORD
@@ -115,10 +130,11 @@ def db_password(instance: str, bolt_port: int, http_port: int) -> None:
     """
     from voe.neo4j_server import LocalNeo4j
 
-    server = LocalNeo4j(instance, bolt_port, http_port)
+    t = _target(instance, bolt_port, http_port)
+    server = LocalNeo4j(t.instance, t.bolt_port, t.http_port)
     if not server.password_file.is_file():
-        click.echo(f"no password yet: start the instance {instance} with `{up_command(instance, bolt_port, http_port)}` "
-                   "first", err=True)
+        click.echo(f"no password yet: start the instance {t.instance} with "
+                   f"`{up_command(t.instance, t.bolt_port, t.http_port)}` first", err=True)
         sys.exit(1)
     click.echo(server.password())
 
@@ -126,7 +142,7 @@ def db_password(instance: str, bolt_port: int, http_port: int) -> None:
 @db.command("status")
 @_server_options
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def db_status(instance: str, bolt_port: int, http_port: int, as_json: bool) -> None:
+def db_status(instance: str | None, bolt_port: int | None, http_port: int | None, as_json: bool) -> None:
     """Say whether the local Neo4j runs and answers on Bolt (exit 1 when it does not).
 
     \b
@@ -135,13 +151,16 @@ def db_status(instance: str, bolt_port: int, http_port: int, as_json: bool) -> N
     """
     from voe.neo4j_server import LocalNeo4j
 
-    status = LocalNeo4j(instance, bolt_port, http_port).status()
+    t = _target(instance, bolt_port, http_port)
+    status = LocalNeo4j(t.instance, t.bolt_port, t.http_port).status()
     if as_json:
-        emit_json(status.model_dump())
+        emit_json({**status.model_dump(), "instance": t.instance, "chosen_by": t.because})
     elif status.running:
-        click.echo(f"running: Neo4j {status.version}, pid {status.pid}, {status.bolt_uri}, {status.browser_url}")
+        click.echo(f"running: Neo4j {status.version} ({t.instance}), pid {status.pid}, {status.bolt_uri}, "
+                   f"{status.browser_url}")
     else:
-        click.echo(f"not running ({status.bolt_uri}); start it with `{up_command(instance, bolt_port, http_port)}`")
+        click.echo(f"not running: instance {t.instance} ({status.bolt_uri}, chosen by {t.because}); start it with "
+                   f"`{up_command(t.instance, t.bolt_port, t.http_port)}`")
     if not status.running:
         sys.exit(1)
 
@@ -156,8 +175,8 @@ def db_status(instance: str, bolt_port: int, http_port: int, as_json: bool) -> N
 @click.option("--no-schema", is_flag=True, help="Skip NERDm schema validation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ingest summary as JSON.")
 @quiet_option
-def db_import(paths: tuple[Path, ...], instance: str, bolt_port: int, http_port: int, heap: str, pagecache: str,
-              schema_dir: Path | None, no_schema: bool, as_json: bool, quiet: bool) -> None:
+def db_import(paths: tuple[Path, ...], instance: str | None, bolt_port: int | None, http_port: int | None, heap: str,
+              pagecache: str, schema_dir: Path | None, no_schema: bool, as_json: bool, quiet: bool) -> None:
     """First load of many records into the local server's empty database, offline.
 
     Reads and builds each PATH as `voe ingest` does (the same graph: a test compares them),
@@ -179,7 +198,8 @@ def db_import(paths: tuple[Path, ...], instance: str, bolt_port: int, http_port:
     if schema_dir is not None and not schema_dir.is_dir():
         raise click.BadParameter(f"{schema_dir} is not a folder", param_hint="--schemas")
     reporter = progress_reporter(quiet or as_json)
-    server = LocalNeo4j(instance, bolt_port, http_port, heap, pagecache, log=log_to_stderr(not as_json))
+    t = _target(instance, bolt_port, http_port)
+    server = LocalNeo4j(t.instance, t.bolt_port, t.http_port, heap, pagecache, log=log_to_stderr(not as_json))
     with reporter.bar("build", len(paths), "paths") as bar:
         report = bulk_import(list(paths), server, schema_dir=schema_dir, validate_schema=not no_schema,
                              progress=reporter.say, bar=bar.update)

@@ -7,8 +7,18 @@ from typing import TYPE_CHECKING
 
 import click
 
-from voe.cli.app import claim_out, cli, emit_json, force_option, progress_reporter, quiet_option
+from voe.artifacts.run import written_whole
+from voe.cli.app import (
+    artifact_force_option,
+    claim_out,
+    cli,
+    emit_json,
+    force_option,
+    progress_reporter,
+    quiet_option,
+)
 from voe.errors import UsageError
+from voe.extras import require
 
 if TYPE_CHECKING:
     from voe.llm import Protocol, ResponseFormat
@@ -132,6 +142,19 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
         if info.cost is not None:
             extra += f", cost {info.cost}"
         click.echo(f"{info.run_id}: {info.trajectories} trajectories in {info.seconds} s{extra} -> {out}")
+    audited(out)
+
+
+def audited(out: Path) -> None:
+    """Say the run's audit (replay/run_audit.py) when it failed: the run is kept, the command exits 1."""
+    from voe.errors import VoeError
+    from voe.replay.run_audit import read_audit
+
+    audit = read_audit(out)
+    if audit is not None and not audit["passed"]:
+        raise VoeError(f"{out}: the run's audit failed: {len(audit['leaks'])} message(s) given to the policy carry "
+                       f"verifier-only terms ({', '.join(sorted({x['kind'] for x in audit['leaks']}))}); see "
+                       f"{out}/audit.json")
 
 
 @cli.command("score")
@@ -156,28 +179,33 @@ def score_cmd(run_dir: Path, compare: Path | None, as_json: bool) -> None:
 
     with Graph() as graph:
         graph.verify()
-        summary, scores = score_run(graph, run_dir)
+        summary, scores = score_run(graph, run_dir)  # audits the run again (summary["audit"], audit.json)
         if compare is not None:
             other, other_scores = score_run(graph, compare)
             summary["paired"] = {"against": other["policy"], **paired(scores, other_scores)}
     if as_json:
         emit_json(summary)
+        if not summary["audit"]["passed"]:
+            audited(run_dir)
         return
     egv = summary["evidence_grounded_valid"]
-    click.echo(f"{summary['policy']}: {summary['tasks']} tasks x {summary['passes']} passes")
+    click.echo(f"{summary['policy']}: {summary['tasks']} tasks x {summary['passes']} passes"
+               + (f" ({summary['unplayed']} never played, counted as not valid)" if summary.get("unplayed") else ""))
     click.echo(f"  evidence-grounded valid {egv['mean']:.3f} ({egv['count']} of {egv['n']}), 95% CI "
                f"{egv['ci95'][0]:.3f}-{egv['ci95'][1]:.3f} clustered by workflow and gold fact ({egv['clusters']} "
                f"clusters; cluster bootstrap {egv['ci95_cluster_bootstrap'][0]:.3f}-"
                f"{egv['ci95_cluster_bootstrap'][1]:.3f})")
     if "zero width" in egv["passes_method"]:
-        click.echo("  per pass: the same rate on every pass (a deterministic policy; no interval over passes)")
+        click.echo("  per pass: the same rate on every pass (no interval over passes)")
     else:
         click.echo(f"  per pass: 95% CI {egv['ci95_passes'][0]:.3f}-{egv['ci95_passes'][1]:.3f} ({egv['passes_method']})")
     click.echo(f"  action valid {summary['action_valid']['mean']:.3f}, useful precision {summary['useful_precision']:.3f}, "
                f"regret {summary['evidence_regret']:.2f}, cost score {summary['cost_score']:.3f}, "
                f"over-submit {summary['over_submit']:.3f}")
     for family, f in summary["by_family"].items():
-        click.echo(f"  {family:<24} {f['evidence_grounded_valid']['mean']:.3f} ({f['tasks']} tasks)")
+        fe = f["evidence_grounded_valid"]
+        interval = "one task: no interval" if f["tasks"] == 1 else f"95% CI {fe['ci95'][0]:.3f}-{fe['ci95'][1]:.3f}"
+        click.echo(f"  {family:<24} {fe['mean']:.3f} ({f['tasks']} tasks; {interval})")
     click.echo("  codebook: " + ", ".join(f"{k} {v}" for k, v in summary["codebook"].items()))
     if "paired" in summary:
         p = summary["paired"]
@@ -188,6 +216,8 @@ def score_cmd(run_dir: Path, compare: Path | None, as_json: bool) -> None:
                        f"{p['ci95'][1]:+.3f} {p['method']} ({p['clusters']} clusters) over {p['tasks']} tasks; "
                        f"{len(p['discordant_tasks'])} discordant tasks in {len(p['discordant_clusters'])} clusters "
                        f"({p['a_only_valid']} valid only here, {p['b_only_valid']} only there)")
+    click.echo(f"  {summary['audit']['line']}")
+    audited(run_dir)
 
 
 @cli.command("label")
@@ -234,35 +264,46 @@ def label_cmd(package: Path, runs: tuple[Path, ...], out: Path | None, as_json: 
 @click.option("--port", type=int, default=0, show_default=True,
               help="The http port (0: a free one, printed on stderr).")
 @click.option("--passes", type=int, default=1, show_default=True, help="Episodes of each task the client may play.")
-@force_option
-def serve_cmd(package: Path, out: Path, transport: str, port: int, passes: int, force: bool) -> None:
+@click.option("--fresh", "--force", "fresh", is_flag=True,
+              help="Start the run over: replace the earlier run in --out (by default a served run there is "
+                   "continued).")
+def serve_cmd(package: Path, out: Path, transport: str, port: int, passes: int, fresh: bool) -> None:
     """The replay environment as an MCP server: an agent plays the tasks on its own surface, and the session is a
     voe run (`voe score`, `voe report` and `voe export --runs` take it).
 
-    Tools: list_tasks, start_task, the three requests (a menu entry id), the three terminals (a payload of entry
-    ids) and abstain_or_escalate; resource voe://task. Nothing verifier-only is loaded. Needs the mcp extra
-    (pip install 'voe-evidence[mcp]').
+    Tools: list_tasks, start_task, the three requests (an entry id of the open task's menu), the three terminals
+    (a payload of entry ids) and abstain_or_escalate, with MCP annotations (read-only, ends the episode); resource
+    voe://task. Nothing verifier-only is loaded. Needs the mcp extra (pip install 'voe-evidence[mcp]').
+
+    A client restarts its MCP servers with each new session: the same command then continues the run in --out
+    (its finished episodes kept; an episode left open is played again), so one folder holds one run of one
+    package. --fresh starts over. Nothing is written before the first episode ends.
 
     \b
     Examples:
       voe serve out/pkg --out out/run-claude                  # in an MCP client's configuration (stdio)
       voe serve out/pkg --out out/run-ide --transport http --port 8765
+      voe serve out/pkg --out out/run-claude --fresh          # throw the earlier episodes away
     """
-    try:
-        from voe.replay.mcp_server import serve
-    except ImportError as exc:
-        raise UsageError(f"voe serve needs the MCP SDK: pip install 'voe-evidence[mcp]' ({exc})") from exc
-    claim_out(out, force=force)
-    if force:
+    require("mcp", "voe serve")  # before anything is claimed or written
+    from voe.replay.mcp_server import serve
+
+    served = (out / "run.json").is_file()
+    claim_out(out, force=fresh, resume=served and not fresh, flag="--fresh")
+    if fresh:
         from voe.artifacts.outdir import clear_for_rewrite
 
-        clear_for_rewrite(out)  # the served run is written in place: none of an earlier run's files may stay
+        clear_for_rewrite(out)  # none of an earlier run's files may stay
 
     def ready(bound: int) -> None:
         click.echo(f"voe serve: MCP over streamable HTTP at http://127.0.0.1:{bound}/mcp (run folder {out})",
                    err=True)
 
-    serve(package, out, passes=passes, transport=transport, port=port, ready=ready)
+    def resumed(kept: int) -> None:
+        click.echo(f"voe serve: continuing the run in {out} ({kept} finished episodes kept; --fresh starts over)",
+                   err=True)
+
+    serve(package, out, passes=passes, transport=transport, port=port, ready=ready, fresh=fresh, resumed=resumed)
 
 
 @cli.command("import-inspect")
@@ -288,10 +329,9 @@ def import_inspect_cmd(log: Path, out: Path, package: Path | None, as_json: bool
       voe import-inspect logs/2026-12-04T12-00-00_bench_XYZ.eval --out out/run-gpt
       voe import-inspect run.eval --out out/run-gpt --package out/pkg --json
     """
-    try:
-        from voe.replay.inspect_import import import_log
-    except ImportError as exc:
-        raise UsageError(f"voe import-inspect needs Inspect AI: pip install 'voe-evidence[inspect]' ({exc})") from exc
+    require("inspect", "voe import-inspect")
+    from voe.replay.inspect_import import import_log
+
     claim_out(out, force=force)
     done = import_log(log, out, package)
     if as_json:
@@ -301,6 +341,7 @@ def import_inspect_cmd(log: Path, out: Path, package: Path | None, as_json: bool
                f"(score: voe score {out})")
     for where, why in done.skipped.items():
         click.echo(f"  skipped {where}: {why}")
+    audited(out)
 
 
 @cli.command("report")
@@ -309,7 +350,11 @@ def import_inspect_cmd(log: Path, out: Path, package: Path | None, as_json: bool
               help="Folder for report.md, report.html and the plots.")
 @click.option("--against", type=click.Path(path_type=Path, file_okay=False),
               help="A run to compare every run with: paired difference of validity on the same tasks.")
-def report_cmd(runs: tuple[Path, ...], out: Path, against: Path | None) -> None:
+@click.option("--curator", is_flag=True,
+              help="Add a section with each task's family (verifier-only: it decides the answer; for the archive's "
+                   "curator, never for a policy).")
+@artifact_force_option("report")
+def report_cmd(runs: tuple[Path, ...], out: Path, against: Path | None, curator: bool, force: bool) -> None:
     """Write a Markdown/HTML report for one or more scored runs: headline table with intervals,
     per-family breakdown, failure codebook distribution, model usage (tokens, cost), a sortable per-task table
     and plots (PNG/SVG). report.html is one self-contained file (light and dark, plots inline).
@@ -323,14 +368,17 @@ def report_cmd(runs: tuple[Path, ...], out: Path, against: Path | None) -> None:
     """
     from voe.artifacts.scores import load_scored
     from voe.verifiers.metrics import paired
-    from voe.verifiers.report import NO_PLOTS, write_report
+    from voe.verifiers.report import NO_PLOTS, about, questions_of, write_report
 
     scored = [load_scored(r) for r in runs]  # what `voe score` wrote: no Neo4j needed
     pairs = None
     if against is not None:
         base_summary, base = load_scored(against)
         pairs = [{**paired(s, base), "against": base_summary["policy"]} for _, s in scored]
-    path = write_report([s for s, _ in scored], out, pairs, [t for _, t in scored])
+    with written_whole(out, "report", force=force) as folder:
+        write_report([s for s, _ in scored], folder, pairs, [t for _, t in scored],
+                     about(questions_of(runs), curator=curator))
+    path = out / "report.md"
     click.echo(f"report written to {path}")
     if "Plots not drawn" in path.read_text():
         click.echo(f"note: plots not drawn: {NO_PLOTS}", err=True)

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from voe.cli.app import cli, emit_json, progress_reporter, quiet_option
+from voe.artifacts.run import written_whole
+from voe.cli.app import artifact_force_option, cli, emit_json, progress_reporter, quiet_option
 from voe.errors import UsageError
+from voe.extras import require
 
 if TYPE_CHECKING:
     from voe.llm import ResponseFormat
@@ -60,9 +62,10 @@ def _judge(spec: str | None, base_url: str | None) -> Any:
               help="An earlier package: list the tasks added, kept and removed since it, and why each was removed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @quiet_option
+@artifact_force_option("package")
 def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, judge: str | None,
                 base_url: str | None, response_format: ResponseFormat, old: Path | None, as_json: bool,
-                quiet: bool) -> None:
+                quiet: bool, force: bool) -> None:
     """Compile realized-only decision tasks from the graph into a versioned task package.
 
     Each subject item of the graph can become one decision (compiler/moments.py): a packet whose
@@ -100,8 +103,10 @@ def compile_cmd(out: Path, archives: tuple[Path, ...], annotator: str | None, ju
                 for err in report.errors:
                     click.echo(f"error: {err.path}: {err.message}", err=True)
                 sys.exit(2)
-        summary = compile_package(graph, out, annotator=_annotator(annotator, base_url, response_format),
-                                  judge=_judge(judge, base_url), progress=progress_reporter(quiet))
+        with written_whole(out, "package", force=force) as folder:
+            summary = compile_package(graph, folder, annotator=_annotator(annotator, base_url, response_format),
+                                      judge=_judge(judge, base_url), progress=progress_reporter(quiet))
+        summary = summary.model_copy(update={"out": str(out)})
     changes = since(old, out) if old is not None else None
     if as_json:
         emit_json(summary.model_dump() | ({"since": changes} if changes is not None else {}))
@@ -218,11 +223,9 @@ def validate_cmd(crate: Path, severity: str, as_json: bool) -> None:
       voe validate out/crate
       voe validate out/crate --severity REQUIRED --json
     """
-    try:
-        from voe.export.validate import validate_crate
-    except ImportError as exc:
-        raise UsageError(f"voe validate needs roc-validator and mlcroissant: pip install 'voe-evidence[validate]' "
-                         f"({exc})") from exc
+    require("validate", "voe validate")
+    from voe.export.validate import validate_crate
+
     findings = validate_crate(crate, severity)
     if as_json:
         emit_json([f.__dict__ for f in findings])
@@ -245,8 +248,9 @@ def validate_cmd(crate: Path, severity: str, as_json: bool) -> None:
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="Folder for FORMAT/<split>.jsonl, schema/, training.json and the dataset card README.md.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+@artifact_force_option("training set")
 def export_training_cmd(package: Path, runs: tuple[Path, ...], formats: tuple[str, ...], out: Path,
-                        as_json: bool) -> None:
+                        as_json: bool, force: bool) -> None:
     """Training sets from a package and its runs (DESIGN §10), split by workflow (no workflow in two splits).
 
     sft: chat lines of the reference and of valid, clean run trajectories, as a json-protocol agent sees them;
@@ -262,19 +266,26 @@ def export_training_cmd(package: Path, runs: tuple[Path, ...], formats: tuple[st
     """
     from voe.export.training import FORMATS, export_training
 
-    info = export_training(package, runs, out, formats or FORMATS)
+    with written_whole(out, "training set", force=force) as folder:
+        info = export_training(package, runs, folder, formats or FORMATS)
     if as_json:
         emit_json(info.model_dump())
         return
     for fmt, splits in info.counts.items():
-        click.echo(f"{fmt}: " + ", ".join(f"{n} {split}" for split, n in splits.items()) + f" -> {out / fmt}")
+        merged = info.merged.get(fmt, 0)
+        click.echo(f"{fmt}: " + ", ".join(f"{splits.get(split, 0)} {split}" for split in ("train", "validation", "test"))
+                   + (f" ({merged} identical rows merged into others, counted)" if merged else "") + f" -> {out / fmt}")
+    click.echo("workflows: " + ", ".join(f"{len(ids)} {split}" for split, ids in info.workflows.items()))
+    for warning in info.warnings:
+        click.echo(f"warning: {warning}", err=True)
 
 
 @cli.command("import-package")
 @click.argument("crate", metavar="CRATE", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="Folder for the rebuilt package (tasks.jsonl, evidence.jsonl, answers.jsonl, manifest.json).")
-def import_package_cmd(crate: Path, out: Path) -> None:
+@artifact_force_option("package")
+def import_package_cmd(crate: Path, out: Path, force: bool) -> None:
     """Rebuild a task package from an export made with --include-answers; it runs and scores as the original.
 
     The crate's files are checked against their recorded sha256 and validated first; nothing is written unless
@@ -287,7 +298,8 @@ def import_package_cmd(crate: Path, out: Path) -> None:
     from voe.artifacts.package import load_package
     from voe.export.rebuild import import_package
 
-    import_package(crate, out)
+    with written_whole(out, "package", force=force) as folder:
+        import_package(crate, folder)
     views, evidence, answers, manifest = load_package(out)
     click.echo(f"rebuilt package {out} from {crate}: {len(views)} tasks, {len(evidence)} evidence objects, "
                f"{len(answers)} answers (content hash {manifest.content_hash})")

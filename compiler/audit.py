@@ -92,6 +92,8 @@ def audit(graph: Graph, records: list[str] | None = None) -> AuditReport:
     for r in graph.query("compiler/resolved_defects"):
         how = (f"resolved by a byte-identical copy, {r['copy']}, whose checksum file {r['copy_sidecar']} is valid "
                "and agrees" if r["how"] == "copy" else
+               f"resolved by the bag's payload manifest, which lists {r['item']} with the digest its bytes have; "
+               f"the declaration in {r['stale_sidecar']} is stale" if r["how"] == "manifest" else
                f"resolved by the record's own data: what it declares of {r['stale_sidecar']} agrees with "
                f"{r['item']}'s digest; the valid: false flag is stale")
         resolved_by.setdefault(r["defect_id"], how)

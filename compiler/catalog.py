@@ -129,6 +129,17 @@ def load_catalog(graph: Graph) -> Catalog:
         wf_of[eid] = wf
         by_wf[wf].append(eid)
         objects[eid] = observe(row)
+    # an archive held in several versions (or snapshots kept apart): each workflow says which one it is, so that the
+    # same question is never asked of two versions with two answers
+    versions: dict[str, set[str]] = defaultdict(set)
+    for row in rows.values():
+        versions[str(row["ark"])].add(str(row["record_id"]))
+    for wf in titles:
+        eid = by_wf[wf][0]
+        row = rows[eid]
+        if len(versions[str(row["ark"])]) > 1:
+            titles[wf] = f"{titles[wf]} (version {row.get('version') or 'unversioned'}" + (
+                f", snapshot {str(row['record_id']).rsplit('~', 1)[-1]})" if "~" in str(row["record_id"]) else ")")
     cat = Catalog(objects, rows, {k: sorted(v) for k, v in by_wf.items()}, titles, wf_of)
     copies = _copies(graph, cat)
     cat.own_defects, cat.undecided, cat.resolved = _bind_defects(graph, cat, copies)
@@ -143,7 +154,7 @@ def _copies(graph: Graph, cat: Catalog) -> dict[str, str | None]:
     for r in graph.query(RESOLVED_QUERY):
         if r["copy_evidence"] not in cat.rows:
             continue
-        by_copy = r["how"] == "copy"
+        by_copy = r["how"] == "copy"  # a manifest or the record's own data: nothing more to read than the item
         key = (0 if by_copy else 1, int(r["depth"]), str(r["copy_evidence"]), r["copy_evidence"] if by_copy else None)
         if r["defect_id"] not in best or key[:3] < best[r["defect_id"]][:3]:
             best[r["defect_id"]] = key

@@ -65,8 +65,9 @@ def render(manifest: Manifest) -> str:
         "## The release gate",
         "",
         "Every policy replayed over every task and scored with the verifier's checks; limits: 50% for rules, null "
-        "policies and structure-only classifiers, 40% for text classifiers, leave-one-workflow-out (the "
-        "leave-one-task-out figures are recorded beside them). Selection stops admitting what a rule answers 5 points "
+        "policies and structure-only classifiers, 40% for text classifiers, leave-one-workflow-out (the versions "
+        "of one archive held out together; the leave-one-task-out figures are recorded beside them). Selection stops "
+        "admitting what a rule answers 5 points "
         "under its limit; the classifiers are never used in selection.",
         "",
         gate.table(),

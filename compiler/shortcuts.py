@@ -11,16 +11,19 @@ and the gate replays that class with the payload it takes (replay/probes.py `pre
   a nearest neighbour by cosine and a logistic regression.
 
 Folds: leave-one-workflow-out (tasks of one workflow share items, naming and an archive's habits, so a
-classifier must carry what it learned to a workflow it has not seen: the figure the gate holds to its limit) and
+classifier must carry what it learned to a workflow it has not seen: the figure the gate holds to its limit; the
+versions of one archive are one workflow here) and
 leave-one-task-out (near-twins of one workflow on both sides; recorded beside it). Deterministic: fixed random
 states, no parallelism.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from voe.artifacts.clusters import lineage
 from voe.artifacts.package import EvidenceObject, TaskView
 from voe.artifacts.question import CALIBRATION, read
 
@@ -32,7 +35,9 @@ Model = Callable[[], Any]  # a fresh, unfitted scikit-learn estimator
 
 
 def folds(views: Sequence[TaskView], by: str) -> list[str]:
-    return [v.workflow_id for v in views] if by == "workflow" else [v.task_id for v in views]
+    """A task's fold: its workflow, the versions of one archive together (voe/artifacts/clusters.py `lineage`), or
+    the task alone."""
+    return [lineage(v.workflow_id) for v in views] if by == "workflow" else [v.task_id for v in views]
 
 
 def cross_validate(views: Sequence[TaskView], labels: Sequence[str], by: str, x: Any, model: Model) -> dict[str, str]:
@@ -49,7 +54,16 @@ def cross_validate(views: Sequence[TaskView], labels: Sequence[str], by: str, x:
             predicted = [classes[0]] * len(test)
         else:
             est = model()
-            est.fit(x[train], [labels[i] for i in train])
+            with warnings.catch_warnings():  # a fold's fit that stops at its iteration cap still predicts
+                warnings.simplefilter("ignore", category=UserWarning)
+                warnings.simplefilter("ignore", category=RuntimeWarning)
+                try:
+                    from sklearn.exceptions import ConvergenceWarning
+
+                    warnings.simplefilter("ignore", category=ConvergenceWarning)
+                except ImportError:  # pragma: no cover - scikit-learn always has it
+                    pass
+                est.fit(x[train], [labels[i] for i in train])
             predicted = [str(c) for c in est.predict(x[test])]
         for i, cls in zip(test, predicted, strict=True):
             out[views[i].task_id] = cls

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from voe.artifacts.clusters import lineage
 from voe.artifacts.package import REQUESTS, Action, EvidenceObject, TaskAnswer, TaskView, load_package
 from voe.artifacts.run import StepRecord, read_run_info, read_steps
 from voe.errors import InputError, UsageError
@@ -45,8 +46,9 @@ PLUMBING = ("parse_error", "off_menu", "duplicate")
 
 
 def split_of(workflow_id: str) -> str:
-    """train, validation or test, by workflow (80/10/10 on the first byte of its sha256)."""
-    byte = hashlib.sha256(workflow_id.encode()).digest()[0]
+    """train, validation or test, by workflow (80/10/10 on the first byte of its sha256); the versions of one
+    archive are one workflow here (voe/artifacts/clusters.py `lineage`), so no version of it is in another split."""
+    byte = hashlib.sha256(lineage(workflow_id).encode()).digest()[0]
     return "train" if byte < 205 else "validation" if byte < 230 else "test"
 
 
@@ -58,9 +60,11 @@ class Message(BaseModel):
 class SFTRow(BaseModel):
     task_id: str
     workflow_id: str
-    source: str  # "reference", or the run id the trajectory comes from
-    trajectory_id: str
+    source: str  # "reference", or the run id the trajectory comes from (the first, when merged)
+    trajectory_id: str  # the first trajectory of the conversation
     messages: list[Message]
+    count: int = 1  # trajectories that are this same conversation (identical rows are merged, never repeated)
+    sources: list[str] = []  # every source of those trajectories, in order
 
 
 class PreferenceRow(BaseModel):
@@ -75,6 +79,8 @@ class PreferenceRow(BaseModel):
     rejected: list[Message]
     chosen_value: float
     rejected_value: float
+    count: int = 1  # steps of the runs that are this same pair at this same state
+    sources: list[str] = []
 
 
 class ValueRow(BaseModel):
@@ -97,8 +103,10 @@ class TrainingInfo(BaseModel):
     content_hash: str
     runs: list[dict[str, Any]]
     formats: list[str]
-    counts: dict[str, dict[str, int]]  # format -> split -> rows
+    counts: dict[str, dict[str, int]]  # format -> split -> rows (identical rows merged)
+    merged: dict[str, int] = {}  # format -> rows merged into another (the count on the row kept)
     workflows: dict[str, list[str]]  # split -> workflow ids
+    warnings: list[str] = []  # what a trainer should know (an empty split)
 
 
 class _Task:
@@ -240,16 +248,41 @@ def _value_rows(task: _Task) -> list[ValueRow]:
     return out
 
 
+_IDENTITY = {"trajectory_id", "source", "sources", "count", "t"}  # what differs between identical rows
+
+
+def merge_identical(lines: list[BaseModel]) -> tuple[list[BaseModel], int]:
+    """Rows that say the same thing (all but which trajectory and source they came from) merged into the first,
+    with `count` and `sources`: a policy that plays a task the same way ten times gives one row of count 10, not
+    ten rows that weigh it ten times over. Returns the rows and how many were merged away."""
+    kept: dict[str, BaseModel] = {}
+    for row in lines:
+        if not hasattr(row, "count"):
+            kept[str(len(kept))] = row
+            continue
+        key = row.model_dump_json(exclude=_IDENTITY)
+        first = kept.get(key)
+        if first is None:
+            kept[key] = row.model_copy(update={"count": 1, "sources": [row.source]})  # type: ignore[attr-defined]
+        else:
+            first.count += 1  # type: ignore[attr-defined]
+            first.sources.append(row.source)  # type: ignore[attr-defined]
+    return list(kept.values()), len(lines) - len(kept)
+
+
 def _write(pkg: Path, out: Path, content_hash: str, runs: list[dict[str, Any]], formats: list[Format],
            rows: dict[str, dict[str, list[BaseModel]]], tasks: dict[str, _Task]) -> TrainingInfo:
     out.mkdir(parents=True, exist_ok=True)
     counts: dict[str, dict[str, int]] = {}
+    merged: dict[str, int] = {}
     for fmt in formats:
         (out / fmt).mkdir(exist_ok=True)
         counts[fmt] = {}
+        merged[fmt] = 0
         for split in SPLITS:
             path = out / fmt / f"{split}.jsonl"
-            lines = rows[fmt].get(split, [])
+            lines, gone = merge_identical(rows[fmt].get(split, []))
+            merged[fmt] += gone
             if lines:
                 path.write_text("".join(r.model_dump_json() + "\n" for r in lines))
                 counts[fmt][split] = len(lines)
@@ -259,8 +292,12 @@ def _write(pkg: Path, out: Path, content_hash: str, runs: list[dict[str, Any]], 
     workflows: dict[str, set[str]] = defaultdict(set)
     for task in tasks.values():
         workflows[split_of(task.view.workflow_id)].add(task.view.workflow_id)
+    warnings = [f"the {split} split is empty: {len({lineage(t.view.workflow_id) for t in tasks.values()})} "
+                "workflows are too few for an 80/10/10 split by workflow; evaluate on another package"
+                for split in SPLITS if not workflows.get(split)]
     info = TrainingInfo(package=str(pkg), content_hash=content_hash, runs=runs, formats=list(formats),
-                        counts=counts, workflows={s: sorted(workflows.get(s, ())) for s in SPLITS})
+                        counts=counts, merged=merged, workflows={s: sorted(workflows.get(s, ())) for s in SPLITS},
+                        warnings=warnings)
     (out / "training.json").write_text(json.dumps(info.model_dump(), indent=2) + "\n")
     (out / "README.md").write_text(_card(info))
     return info
@@ -285,8 +322,15 @@ def _card(info: TrainingInfo) -> str:
         "- `preference`: at one state, an optimal action (`chosen`) against the action a run took that lost value "
         "(`rejected`), with both values.",
         "- `value`: (state, action, value) rows, value = Q(s, a) - V(s) under voe's cost score.", "",
-        "Splits are by workflow (80/10/10 on sha256 of the workflow id): no workflow is in two splits. "
-        "Counts per split: " + "; ".join(f"{fmt} {info.counts[fmt]}" for fmt in info.formats) + ".", "",
+        "Splits are by workflow (the versions of one archive together), each sent to train, validation or test by "
+        "sha256 of its id, aiming at 80/10/10: no workflow is in two splits. This set's real split: "
+        + "; ".join(f"{fmt} " + ", ".join(f"{split} {info.counts[fmt].get(split, 0)} rows" for split in SPLITS)
+                    for fmt in info.formats)
+        + f"; workflows {', '.join(f'{split} {len(info.workflows[split])}' for split in SPLITS)}."
+        + "".join(f" **Warning: {w}.**" for w in info.warnings), "",
+        "Identical rows are merged: `count` says how many trajectories (or steps) a row stands for and `sources` "
+        "which runs; weigh by `count` to train on the runs as played. Merged away: "
+        + ", ".join(f"{fmt} {info.merged.get(fmt, 0)}" for fmt in info.formats) + ".", "",
         "Prompts hold only what a policy may see; the values and the chosen actions come from the verifier's labels "
         "(DESIGN §10). Do not evaluate a policy on tasks of the package it was trained on. Schemas: `schema/`.", "",
     ]

@@ -186,6 +186,7 @@ async def episode(client: ChatClient, env: ReplayEnv, view: TaskView, trajectory
             rec, done = env.step(content if content is not None else "")
             nudge = "" if protocol == "json" else "\n" + TOOLS_NOTE
             messages.append({"role": "user", "content": observation_text(rec) + nudge})
+    tr.messages = list(messages)  # the whole conversation (the model copied the list it was given at the start)
     return list(env.steps), env.summary.model_copy(deep=True), tr
 
 

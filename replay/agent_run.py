@@ -37,6 +37,7 @@ from voe.llm import (
 )
 from voe.replay.agent import PROMPT_VERSION, Transcript, episode
 from voe.replay.env import ReplayEnv
+from voe.replay.run_audit import write_audit
 from voe.settings import settings as environment
 
 
@@ -184,4 +185,5 @@ def run_agent(pkg: Path, model: str, out: Path, *, passes: int = 1, seed: int = 
                    prompt_version=PROMPT_VERSION)
     (out / "run.json").write_text(json.dumps(info.model_dump(exclude_none=True), indent=2, sort_keys=True) + "\n")
     write_run_schemas(out)
+    write_audit(out, Path(plan.package))
     return info

@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from voe.artifacts.clusters import lineage
 from voe.artifacts.package import EvidenceObject, GateKind, GateReport, GateRow, TaskAnswer, TaskView
 from voe.artifacts.verdict import verdict
 from voe.compiler.admission import PROBE_LIMIT, TEXT_LIMIT
@@ -59,13 +60,14 @@ def subject_extension(view: TaskView) -> str:
 
 def extension_classes(views: list[TaskView], answers: dict[str, TaskAnswer], by: str = "workflow") -> dict[str, str]:
     """Each task's class as the majority class of the other tasks whose subject has the same file extension
-    (the shortcut issue 7 found at 84%), the voters from other workflows (`by="workflow"`) or any other task
+    (the shortcut issue 7 found at 84%), the voters from other workflows, the versions of one archive one workflow
+    (`by="workflow"`) or any other task
     (`by="task"`, leave-one-out, recorded)."""
     out: dict[str, str] = {}
     for v in views:
         votes = Counter(answers[u.task_id].reference_class.value for u in views
                         if u.task_id != v.task_id and subject_extension(u) == subject_extension(v)
-                        and (by == "task" or u.workflow_id != v.workflow_id))
+                        and (by == "task" or lineage(u.workflow_id) != lineage(v.workflow_id)))
         out[v.task_id] = min(votes.items(), key=lambda kv: (-kv[1], kv[0]))[0] if votes else "submit_risk_packet"
     return out
 
@@ -152,12 +154,12 @@ def trim(views: list[TaskView], evidence: dict[str, EvidenceObject], answers: di
         failing = [r for r in report.rows if not r.passed]
         if not failing or any(r.kind not in ("text_probe", "structure_probe") for r in failing):
             return views, report, dropped
-        per_workflow = Counter(v.workflow_id for v in views)
+        per_workflow = Counter(lineage(v.workflow_id) for v in views)
         votes = Counter(t for r in failing for t in report.solved(r.policy))
         droppable = [v for v in views if votes[v.task_id] and not keep(answers[v.task_id])]
         if not droppable:
             return views, report, dropped
-        worst = max(droppable, key=lambda v: (votes[v.task_id], per_workflow[v.workflow_id],
+        worst = max(droppable, key=lambda v: (votes[v.task_id], per_workflow[lineage(v.workflow_id)],
                                               hashlib.sha256(v.task_id.encode()).hexdigest()))
         views.remove(worst)
         dropped += 1

@@ -19,9 +19,10 @@ from typing import Any
 
 from voe.artifacts.package import load_package
 from voe.artifacts.run import RunInfo, StepRecord, TrajectorySummary, staged_folder, write_run_files, write_run_schemas
-from voe.errors import UsageError
+from voe.errors import EmptyRun, UsageError
 from voe.replay.agent import observation_text
 from voe.replay.env import ReplayEnv
+from voe.replay.run_audit import write_audit
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,14 @@ def import_log(log_path: Path, out: Path, package: Path | None = None) -> Import
         summaries.append(env.summary.model_copy(deep=True))
         calls += sum(isinstance(m, ChatMessageAssistant) for m in messages)
         for usage in (sample.model_usage or {}).values():
-            tokens_in += usage.input_tokens
+            # providers report cached prompt tokens apart from input_tokens: what the model read is their sum
+            tokens_in += usage.input_tokens + (usage.input_tokens_cache_read or 0) + (usage.input_tokens_cache_write or 0)
             tokens_out += usage.output_tokens
+    if not summaries:
+        first = next(iter(skipped.items()), None)
+        why = f"{len(skipped)} sample(s), none ended an episode (first: {first[0]}: {first[1]})" if first \
+            else "the log holds no sample"
+        raise EmptyRun(f"{log_path}: nothing to import: {why}; no run was written")
     inspect: dict[str, Any] = {"task": log.eval.task, "eval_id": log.eval.eval_id, "log": log_path.name,
                                "version": log.eval.packages.get("inspect_ai"), "skipped": len(skipped)}
     info = RunInfo(run_id=run_id, policy=policy, passes=log.eval.config.epochs or 1, seed=0,
@@ -98,6 +105,7 @@ def import_log(log_path: Path, out: Path, package: Path | None = None) -> Import
         write_run_files(folder, steps, summaries)
         (folder / "run.json").write_text(json.dumps(info.model_dump(), indent=2, sort_keys=True) + "\n")
         write_run_schemas(folder)
+        write_audit(folder, pkg)
     return Imported(info, skipped)
 
 

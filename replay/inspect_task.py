@@ -42,6 +42,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolInfo, ToolParams
 from inspect_ai.util import StoreModel
 
+from voe.artifacts.clusters import lineage
 from voe.artifacts.package import EvidenceObject, TaskAnswer, TaskView, load_package
 from voe.artifacts.run import StepRecord, TrajectorySummary
 from voe.artifacts.verdict import cost_score, verdict
@@ -141,7 +142,9 @@ def voe_agent(package: str) -> Solver:
     return solve
 
 
-@scorer(metrics={"valid": [mean(), stderr()], "cost_score": [mean()]})
+# the standard error clustered by workflow lineage (a workflow's tasks share items and decisions; the versions of one
+# archive count as one), as voe score clusters; the gold facts that also join tasks are verifier-only, never metadata
+@scorer(metrics={"valid": [mean(), stderr(cluster="cluster")], "cost_score": [mean()]})
 def verdict_scorer(package: str) -> Scorer:
     """voe's verifier on the episode's end: valid (the three checks of DESIGN §6) and the cost score."""
 
@@ -170,7 +173,8 @@ def bench(package: str, passes: int = 1) -> Task:
     loaded = load(package)
     samples = [Sample(id=t, input=[ChatMessageSystem(content=system_text(loaded.views[t])),
                                    ChatMessageUser(content=task_text(loaded.views[t]))],
-                      metadata={"workflow": loaded.views[t].workflow_title, "horizon": loaded.views[t].horizon})
+                      metadata={"workflow": loaded.views[t].workflow_title, "horizon": loaded.views[t].horizon,
+                                "cluster": lineage(loaded.views[t].workflow_id)})
                for t in loaded.order]
     return Task(dataset=MemoryDataset(samples, name=f"voe-{loaded.content_hash[:12]}"), solver=voe_agent(package),
                 scorer=verdict_scorer(package), epochs=passes,

@@ -3,14 +3,17 @@
 
 One server is one run: `list_tasks` names the tasks (policy-visible text only) and how many passes of each are
 left, `start_task` opens an episode of one (one at a time: the environment is a single episode, as a player has
-one board), and the seven actions are tools — the three requests take a menu entry id (an enum of the package's
-entry ids; the environment checks it against the open task's menu, as it does for every policy), the three
+one board), and the seven actions are tools with MCP annotations — the three requests take `entry_id`, an entry
+of the open task's menu (another id is an `off_menu` step, as for every policy, and the answer names the menu's
+entries for that request), the three
 terminals a payload of entry ids, `abstain_or_escalate` nothing. Each call returns what the environment answered
 (the outcome, the observation of a request), exactly as an `openai:` agent reads it. The resource
 `voe://task` is the open task's text. Every step goes through the same `ReplayEnv`; when an episode ends, the run
-folder is written again whole (run.json, steps.jsonl, observations.jsonl, trajectories.jsonl, schema/), so it is
-always a complete voe run of the finished episodes that `voe score`, `voe report` and `voe export --runs` read.
-run.json names the client (`policy` is `mcp:NAME/VERSION`, `settings.client` its name and version).
+folder is written again whole, aside and swapped in (run.json, steps.jsonl, observations.jsonl, trajectories.jsonl,
+schema/), so it is always a complete voe run of the finished episodes that `voe score`, `voe report` and
+`voe export --runs` read, whenever the server is killed. A new session of the client (its MCP servers restart with
+it) continues that run. run.json names the first client (`policy` is `mcp:NAME/VERSION`, `settings.client`; every
+client that played is in `settings.clients`).
 
 The answers file is never read: the package is loaded and its verifier-only answers dropped at once, so no tool
 or resource can reach them. Calls of one session may arrive concurrently; a lock keeps each step whole.
@@ -21,15 +24,26 @@ import json
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from voe.artifacts.package import REQUESTS, TERMINALS, Action, TaskView, load_package
-from voe.artifacts.run import RunInfo, StepRecord, TrajectorySummary, write_run_files, write_run_schemas
+from voe.artifacts.run import (
+    RunInfo,
+    StepRecord,
+    TrajectorySummary,
+    read_run_info,
+    read_steps,
+    staged_folder,
+    write_run_files,
+    write_run_schemas,
+)
 from voe.errors import UsageError
+from voe.jsonl import read_jsonl
 from voe.replay.agent import DESCRIPTIONS, observation_text, task_text
 from voe.replay.env import ReplayEnv
+from voe.replay.run_audit import write_audit
 
 NAME = "voe"
 
@@ -49,9 +63,47 @@ class ServedRun:
         self.steps: list[StepRecord] = []
         self.summaries: list[TrajectorySummary] = []
         self.client: dict[str, str] = {"name": "unknown", "version": "unknown"}
+        self.clients: list[dict[str, str]] = []  # every client that played here, first the one the run is named by
         self.started = time.perf_counter()
+        self.earlier_seconds = 0.0  # the time of the sessions this run resumed
         self.lock = asyncio.Lock()
-        self.entry_ids = sorted({e.entry_id for v in views for e in v.menu}, key=lambda x: (len(x), x))
+
+    def resume(self) -> int:
+        """Continue the served run in `out` (a new session of the client: its MCP server restarted): the finished
+        episodes are kept, the client plays the rest. Refused for a run of another package or of another kind, or
+        with another number of passes (one folder, one package). Returns the episodes kept."""
+        info = read_run_info(self.out, self.content_hash)
+        settings = info.settings or {}
+        if settings.get("surface") != "mcp":
+            raise UsageError(f"{self.out} holds a run of {info.policy}, not a served one: name another --out, or "
+                             "--fresh to replace it")
+        if info.passes != self.passes:
+            raise UsageError(f"{self.out} is served with --passes {info.passes}; resume it with that, or --fresh")
+        self.summaries = [TrajectorySummary.model_validate(x) for x in read_jsonl(self.out / "trajectories.jsonl")]
+        finished = {s.trajectory_id for s in self.summaries}
+        self.steps = [r for r in read_steps(self.out) if r.trajectory_id in finished]
+        self.played = Counter(s.task_id for s in self.summaries)
+        self.clients = [dict(c) for c in settings.get("clients", [settings["client"]] if "client" in settings else [])]
+        if self.clients:
+            self.client = dict(self.clients[0])
+        self.earlier_seconds = info.seconds
+        return len(self.summaries)
+
+    def met(self, name: str, version: str) -> None:
+        """A client's session: the first names the run (its trajectories carry one policy, so a run stays
+        scoreable); any other is recorded beside it."""
+        client = {"name": name, "version": version}
+        if not self.clients:
+            self.client = client
+        if client not in self.clients:
+            self.clients.append(client)
+
+    def off_menu_note(self, rec: StepRecord) -> str:
+        """What a client is told of a request the menu does not hold (the step is `off_menu`, as for any policy)."""
+        assert self.current is not None
+        fits = [e.entry_id for e in self.current.menu if e.request_action.value == rec.action]
+        return (f"{rec.evidence_id!r} is no entry of this task's menu for {rec.action}; its entries for it are "
+                f"{', '.join(fits) or 'none'} (the menu gives each entry's request action)")
 
     @property
     def policy(self) -> str:
@@ -85,6 +137,8 @@ class ServedRun:
         rec, done = self.env.step(action)
         self.steps.append(rec)
         answer: dict[str, Any] = {"t": rec.t, **json.loads(observation_text(rec)), "done": done}
+        if rec.outcome == "off_menu" and "evidence_id" in action:
+            answer["note"] = self.off_menu_note(rec)
         if done:
             summary = self.env.summary.model_copy(deep=True)
             self.summaries.append(summary)
@@ -95,16 +149,20 @@ class ServedRun:
         return answer
 
     def write(self) -> RunInfo:
-        """The run folder as it stands: every finished episode, in the order played."""
-        self.out.mkdir(parents=True, exist_ok=True)
+        """The run folder as it stands: every finished episode, in the order played. Written aside and swapped in
+        whole, so a kill at any moment leaves the previous complete run (or none), never a truncated file."""
         finished = {s.trajectory_id for s in self.summaries}
-        write_run_files(self.out, [s for s in self.steps if s.trajectory_id in finished], self.summaries)
         info = RunInfo(run_id=self.run_id, policy=self.policy, passes=self.passes, seed=0,
                        package=str(self.pkg.resolve()), content_hash=self.content_hash, tasks=len(self.views),
-                       trajectories=len(self.summaries), seconds=round(time.perf_counter() - self.started, 3),
-                       settings={"client": dict(self.client), "surface": "mcp"})
-        (self.out / "run.json").write_text(json.dumps(info.model_dump(), indent=2, sort_keys=True) + "\n")
-        write_run_schemas(self.out)
+                       trajectories=len(self.summaries),
+                       seconds=round(self.earlier_seconds + time.perf_counter() - self.started, 3),
+                       settings={"client": dict(self.client), "clients": [dict(c) for c in self.clients],
+                                 "surface": "mcp"})
+        with staged_folder(self.out) as folder:
+            write_run_files(folder, [s for s in self.steps if s.trajectory_id in finished], self.summaries)
+            (folder / "run.json").write_text(json.dumps(info.model_dump(), indent=2, sort_keys=True) + "\n")
+            write_run_schemas(folder)
+            write_audit(folder, self.pkg)
         return info
 
 
@@ -112,6 +170,7 @@ def build_server(run: ServedRun) -> Any:
     """The MCP server over `run` (mcp's MCPServer, the 2.x name of FastMCP)."""
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
 
     from voe import __version__
 
@@ -119,12 +178,11 @@ def build_server(run: ServedRun) -> Any:
                        instructions="Review the evidence behind decisions of a published experiment archive: "
                                     "list_tasks, start_task, then request items and end with one terminal action. "
                                     "Only what the archive holds is shown; every step counts.")
-    entry = Literal[tuple(run.entry_ids)]  # type: ignore[valid-type]  # the package's entry ids, as an enum
 
     def who(ctx: Context) -> None:
         params = ctx.session.client_params
         if params is not None and params.client_info is not None:
-            run.client = {"name": params.client_info.name, "version": params.client_info.version}
+            run.met(params.client_info.name, params.client_info.version)
 
     async def step(ctx: Context, action: dict[str, Any]) -> dict[str, Any]:
         who(ctx)
@@ -134,12 +192,19 @@ def build_server(run: ServedRun) -> Any:
             except UsageError as exc:  # the client's mistake: told to it, no traceback in the server's log
                 raise ToolError(str(exc)) from None
 
-    @server.tool(description="The tasks of this package: id, workflow, question and passes left.")
+    # hints for the client (MCP tool annotations): nothing here reaches outside the package; listing is read-only;
+    # a request changes the open episode (it spends a step); a terminal ends the episode for good
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    steps = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+    ends = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+
+    @server.tool(description="The tasks of this package: id, workflow, question and passes left.", annotations=reads)
     async def list_tasks(ctx: Context) -> dict[str, Any]:
         who(ctx)
         return {"tasks": run.tasks()}
 
-    @server.tool(description="Open an episode of one task: its question, menu (entry ids), actions and horizon.")
+    @server.tool(description="Open an episode of one task: its question, menu (entry ids), actions and horizon.",
+                 annotations=steps)
     async def start_task(task_id: Annotated[str, Field(description="a task id from list_tasks")],
                          ctx: Context) -> dict[str, Any]:
         who(ctx)
@@ -150,27 +215,27 @@ def build_server(run: ServedRun) -> Any:
                 raise ToolError(str(exc)) from None
 
     def request_tool(action: Action) -> Any:
-        async def request(evidence_id: Any, ctx: Context) -> dict[str, Any]:
-            return await step(ctx, {"action": action.value, "evidence_id": evidence_id})
-        request.__annotations__ = {"evidence_id": Annotated[entry, Field(description="a menu entry id")],
-                                   "ctx": Context, "return": dict[str, Any]}
+        async def request(entry_id: Annotated[str, Field(description="an entry id of the open task's menu (E1, "
+                                                                     "E2, ...; not the item's evidence_id)")],
+                          ctx: Context) -> dict[str, Any]:
+            return await step(ctx, {"action": action.value, "evidence_id": entry_id})  # the environment's key
         return request
 
     def terminal_tool(action: Action) -> Any:
-        async def terminal(payload: Any, ctx: Context) -> dict[str, Any]:
+        async def terminal(payload: Annotated[list[str], Field(description="entry ids of the open task's menu "
+                                                                           "(E1, E2, ...)")],
+                           ctx: Context) -> dict[str, Any]:
             return await step(ctx, {"action": action.value, "payload": list(payload)})
-        terminal.__annotations__ = {"payload": Annotated[list[entry], Field(description="menu entry ids")],  # type: ignore[valid-type]
-                                    "ctx": Context, "return": dict[str, Any]}
         return terminal
 
     async def abstain(ctx: Context) -> dict[str, Any]:
         return await step(ctx, {"action": Action.ABSTAIN_OR_ESCALATE.value})
 
     for action in REQUESTS:
-        server.add_tool(request_tool(action), name=action.value, description=DESCRIPTIONS[action])
+        server.add_tool(request_tool(action), name=action.value, description=DESCRIPTIONS[action], annotations=steps)
     for action in TERMINALS:
         fn = abstain if action == Action.ABSTAIN_OR_ESCALATE else terminal_tool(action)
-        server.add_tool(fn, name=action.value, description=DESCRIPTIONS[action])
+        server.add_tool(fn, name=action.value, description=DESCRIPTIONS[action], annotations=ends)
 
     @server.resource("voe://task", name="task", mime_type="text/plain",
                      description="The open task as a policy sees it (its question, menu, actions and horizon).")
@@ -181,15 +246,25 @@ def build_server(run: ServedRun) -> Any:
 
 
 def serve(pkg: Path, out: Path, *, passes: int = 1, transport: str = "stdio", host: str = "127.0.0.1",
-          port: int = 0, ready: Any = None) -> RunInfo:
+          port: int = 0, ready: Any = None, fresh: bool = False, resumed: Any = None) -> RunInfo | None:
     """Serve until the client disconnects (stdio) or the process is stopped (http); the run folder is current
-    after every finished episode. `ready(port)` is called once an http server accepts connections."""
+    after every finished episode. A served run already in `out` is continued (a new session of the client), unless
+    `fresh`; `resumed(n)` is told how many finished episodes were kept. Nothing is written before the first episode
+    ends, so a start that fails leaves no folder. `ready(port)` is called once an http server accepts connections.
+    Returns the run as written (None when no episode was ever played)."""
     run = ServedRun(pkg, out, passes)
-    run.write()  # an empty run at once: the folder exists and says what is being played
+    if not fresh and (out / "run.json").is_file():
+        kept = run.resume()
+        if resumed is not None:
+            resumed(kept)
     server = build_server(run)
+
+    def last() -> RunInfo | None:
+        return run.write() if run.summaries else None
+
     if transport == "stdio":
         server.run()
-        return run.write()
+        return last()
     import socket
     import threading
 
@@ -210,4 +285,4 @@ def serve(pkg: Path, out: Path, *, passes: int = 1, transport: str = "stdio", ho
         uv.run(sockets=[sock])
     finally:
         sock.close()
-    return run.write()
+    return last()

@@ -23,6 +23,7 @@ from voe.errors import UsageError
 from voe.replay.env import ReplayEnv
 from voe.replay.policies import NO_ANSWER
 from voe.replay.registry import Policy, get
+from voe.replay.run_audit import write_audit
 from voe.replay.sealed import SealedPolicy, episode_seed
 
 UserPolicy = Callable[[TaskView, list[dict[str, Any]], random.Random], Any]
@@ -108,4 +109,5 @@ def _run(pkg: Path, policy: str, passes: int, seed: int, out: Path, views: list[
                    seconds=round(time.perf_counter() - started, 3), sealing=sealed.sealing if sealed else None)
     (out / "run.json").write_text(json.dumps(info.model_dump(), indent=2, sort_keys=True) + "\n")
     write_run_schemas(out)
+    write_audit(out, pkg)
     return info

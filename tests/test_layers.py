@@ -19,7 +19,7 @@ import grimp
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-STAGES = ["ingest", "compiler", "replay", "verifiers", "export", "cli"]
+STAGES = ["ingest", "compiler", "replay", "verifiers", "export", "cli", "api"]  # api: voe.api, above them all
 LINT = Path(sys.executable).parent / "lint-imports"
 
 
@@ -99,7 +99,7 @@ def test_the_contracts_catch_an_import_against_the_flow(tmp_path: Path, module: 
 
 def test_the_contracts_name_every_module_of_the_shared_ground_and_every_family() -> None:
     """A new module of voe's own (not a stage), or a new family, is held to the contracts as soon as it exists."""
-    ground = {f"voe.{p.stem}" for p in (REPO / "voe").glob("*.py") if p.stem != "__init__"} | {
+    ground = {f"voe.{p.stem}" for p in (REPO / "voe").glob("*.py") if p.stem not in ("__init__", "api")} | {
         f"voe.{p.name}" for p in (REPO / "voe").iterdir() if (p / "__init__.py").is_file() and not p.is_symlink()}
     [contract] = [c for c in _contracts() if c["name"] == "the shared ground imports no stage"]
     assert set(contract["source_modules"]) == ground  # type: ignore[arg-type]
@@ -114,7 +114,7 @@ def test_the_contracts_name_every_module_of_the_shared_ground_and_every_family()
 def test_the_ingest_face_contract_forbids_every_part_of_ingest_but_its_face() -> None:
     """A new room of ingest is private to it until it is made part of the face on purpose."""
     [contract] = [c for c in _contracts() if c["name"] == INGEST_FACE]
-    assert set(contract["source_modules"]) == {f"voe.{s}" for s in STAGES} - {"voe.cli", "voe.ingest"}  # type: ignore[arg-type]
+    assert set(contract["source_modules"]) == {f"voe.{s}" for s in STAGES} - {"voe.cli", "voe.api", "voe.ingest"}  # type: ignore[arg-type]
     face = {"voe.ingest.rules", "voe.ingest.payloads.limits"}
     parts = {f"voe.ingest.{p.stem}" for p in (REPO / "ingest").glob("*.py") if p.stem != "__init__"}
     parts |= {f"voe.ingest.{p.name}" for p in (REPO / "ingest").iterdir() if (p / "__init__.py").is_file()}

@@ -23,6 +23,8 @@ Codebook, one label per trajectory, first that applies:
   over_abstain                                abstained where that class is not accepted
   wrong_class_terminal                        another class the task does not accept
   payload_grounding_error                     accepted class, payload not bound or not grounded
+  unplayed                                    a task and pass the run never played (stopped early, a client that
+                                              left): invalid, counted, never dropped
 
 Intervals. Every `Rate` carries three 95% intervals; all are clipped to [0, 1], none is ever NaN.
 t quantiles are exact for any degrees of freedom: t_{0.975, df} = scipy.stats.t.ppf(0.975, df).
@@ -31,9 +33,9 @@ t quantiles are exact for any degrees of freedom: t_{0.975, df} = scipy.stats.t.
   or of one workflow, are not independent, and neither are the passes of one task).
 - `ci95_passes` / `passes_method`: with P >= 2 passes, a Student-t over the per-pass rates r_1..r_P,
   m ± t_{0.975, P-1} * s / sqrt(P) (s the sample sd of the r_p; "student_t_over_passes"); with one pass, the
-  Wilson score interval at z = 1.96 ("wilson"). A deterministic policy gives the same rate every pass, so its
-  t-interval has zero width: `passes_method` then says so ("zero width: the same rate on every pass, a
-  deterministic policy; not a measure of uncertainty"), and it is never the headline.
+  Wilson score interval at z = 1.96 ("wilson"). A policy that gives the same rate every pass (a deterministic one,
+  or a seeded one that happens to) has a zero-width t-interval: `passes_method` then says so ("zero width: the
+  same rate on every pass; not a measure of uncertainty"), and it is never the headline.
 - the clustered interval (`ci95`): a cluster-robust (sandwich) interval for the mean over all n trajectories of every pass, as
   Inspect AI's `stderr(cluster=...)`. With observations x_i (0/1), mean x̄ = Σ x_i / n, G clusters and cluster
   sums of residuals S_g = Σ_{i in g} (x_i - x̄):
@@ -55,11 +57,16 @@ share items (every binding item belongs to one workflow), and a fact that two wo
 clustering this way leaves none of those dependences out of the variance, at the price of fewer clusters and so
 a larger t quantile (and a coarser bootstrap).
 
+Every value alike (0 of n or n of n valid): no variance can be estimated and a point interval would read as
+certainty, so the headline `ci95` is the exact Clopper–Pearson interval of 0 (or G) successes in G clusters, each
+cluster counted once (`method` "clopper_pearson_over_clusters ..."): 0 of 45 in 10 clusters is [0, 0.308].
+
 Degenerate cases: no trajectories: every interval is (0, 0), clusters = 0. One cluster: no between-cluster
 variance can be estimated (G-1 = 0), so both clustered intervals are the point value (x̄, x̄) and
 `cluster_method` says "(one cluster: point value, no between-cluster variance)"; read it as "no interval",
-not as certainty. All values equal: se = 0 and every bootstrap resample gives the same mean, so both clustered
-intervals are the point value too ("(no variance between clusters)").
+not as certainty (a one-valued rate in one cluster still gets the exact interval above). All values equal:
+se = 0 and every bootstrap resample gives the same mean, so the bootstrap interval is the point value
+("(no variance between clusters)") and the headline is the exact interval above.
 """
 
 from __future__ import annotations
@@ -71,18 +78,19 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
+from scipy import stats
 
 from voe.artifacts.clusters import clustered_mean
 from voe.artifacts.clusters import clusters_of as clusters_of  # the verifiers' name for it
 from voe.artifacts.clusters import t975 as t975
-from voe.artifacts.package import Action, TaskAnswer
+from voe.artifacts.package import Action, TaskAnswer, TaskView
 from voe.artifacts.scores import TrajectoryScore, Verdict
 from voe.artifacts.verdict import cost_score, regret
 from voe.verifiers.labels import StepLabel
 
 CODEBOOK = ["reference_path", "valid_inefficient_short", "valid_inefficient_extra", "payload_grounding_error",
             "over_abstain", "wrong_class_terminal", "over_submit", "parse_error", "off_menu", "duplicate_loop",
-            "horizon_exhausted"]
+            "horizon_exhausted", "unplayed"]
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
@@ -158,6 +166,15 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, c - h), min(1.0, c + h))
 
 
+def clopper_pearson(k: int, n: int) -> tuple[float, float]:
+    """The exact (Clopper–Pearson) 95% interval of k successes in n trials; (0, 1) for no trials."""
+    if n == 0:
+        return (0.0, 1.0)
+    lo = 0.0 if k == 0 else float(stats.beta.ppf(0.025, k, n - k + 1))
+    hi = 1.0 if k == n else float(stats.beta.ppf(0.975, k + 1, n - k))
+    return (lo, hi)
+
+
 class Rate(BaseModel):
     mean: float
     ci95: tuple[float, float]  # the headline: clustered (cluster-robust t)
@@ -174,7 +191,7 @@ class Rate(BaseModel):
     per_pass: list[float] = []
 
 
-ZERO_WIDTH = "zero width: the same rate on every pass, a deterministic policy; not a measure of uncertainty"
+ZERO_WIDTH = "zero width: the same rate on every pass; not a measure of uncertainty"
 
 
 def rate(values_by_pass: dict[int, list[bool]], clusters_by_pass: dict[int, list[str]] | None = None) -> Rate:
@@ -212,7 +229,14 @@ def rate(values_by_pass: dict[int, list[bool]], clusters_by_pass: dict[int, list
         passes = (max(0.0, m - h), min(1.0, m + h))
     else:
         passes, passes_method = wilson(k, n), "wilson"
-    return Rate(mean=mean, ci95=cluster_ci(xs, labels), count=k, n=n, method=method, ci95_passes=passes,
+    ci95 = cluster_ci(xs, labels)
+    if n and k in (0, n):
+        # every value alike: no variance to estimate, and a point value would read as certainty. The exact interval
+        # of G clusters, each counted once (the conservative reading of tasks a policy decides alike)
+        ci95 = clopper_pearson(g if k else 0, g)
+        method = f"clopper_pearson_over_clusters (every value {'valid' if k else 'not valid'}: the exact interval " \
+                 f"of {g} cluster{'s' if g != 1 else ''}, each counted once)"
+    return Rate(mean=mean, ci95=ci95, count=k, n=n, method=method, ci95_passes=passes,
                 passes_method=passes_method, ci95_cluster_bootstrap=cluster_bootstrap_ci(xs, labels), clusters=g,
                 cluster_method=cluster_method, per_pass=per)
 
@@ -256,6 +280,25 @@ def score_trajectory(tr: dict[str, Any], verdict: Verdict, answer: TaskAnswer, h
         acquired_all=useful <= requested if useful else None, label=label, cluster=cluster)
 
 
+def unplayed(views: Sequence[TaskView], answers: dict[str, TaskAnswer], run_id: str, passes: int,
+             played: set[tuple[str, int]], clusters: dict[str, str]) -> list[TrajectoryScore]:
+    """A score for every task and pass the run did not play: not valid, nothing requested, every useful item
+    missed (its regret), labelled `unplayed`, so a run that stopped early is scored over the whole package."""
+    out = []
+    for v in views:
+        answer = answers[v.task_id]
+        for p in range(passes):
+            if (v.task_id, p) in played:
+                continue
+            out.append(TrajectoryScore(
+                trajectory_id=f"{run_id}/{v.task_id}/{p}", task_id=v.task_id, family=answer.family.value,
+                pass_index=p, valid=False, action_valid=False, requests=0, useful_requests=0,
+                regret=len(set(answer.useful)), cost_score=0.0, over_submit=False,
+                acquired_any=False if answer.useful else None, acquired_all=False if answer.useful else None,
+                label="unplayed", cluster=clusters.get(v.task_id, "")))
+    return out
+
+
 def summarize(scores: list[TrajectoryScore], policy: str, passes: int) -> dict[str, Any]:
     def by_pass(pred: Any, subset: list[TrajectoryScore] | None = None) -> dict[str, Any]:
         """The rate of `pred` over `subset` (default: all), clustered by s.cluster (the task id when empty)."""
@@ -278,6 +321,7 @@ def summarize(scores: list[TrajectoryScore], policy: str, passes: int) -> dict[s
         "tasks": len({s.task_id for s in scores}),
         "passes": passes,
         "trajectories": len(scores),
+        "unplayed": sum(s.label == "unplayed" for s in scores),  # counted in every rate as not valid
         "evidence_grounded_valid": by_pass(lambda s: s.valid),
         "action_valid": by_pass(lambda s: s.action_valid),
         "useful_precision": (sum(s.useful_requests for s in scores) / requests) if requests else 0.0,

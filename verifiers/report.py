@@ -10,6 +10,7 @@ import html
 import json
 import re
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,12 +20,21 @@ from voe.verifiers.metrics import CODEBOOK
 from voe.verifiers.report_plots import draw, policy_colours
 
 NO_PLOTS = "matplotlib is not installed (pip install 'voe-evidence[report]')"
+METRICS = (
+    "Metrics (definitions in `verifiers/metrics.py`). Evidence-grounded valid: the terminal action is of a class "
+    "the task accepts, its payload names only items the episode pulled, and those items are the ones the decision "
+    "rests on. Action valid: the class alone. Useful precision: the useful items pulled over every request made. "
+    "Evidence regret: useful items missed plus other items pulled, per trajectory. Cost score: max(0, valid - 0.5 x "
+    "regret / horizon), 1 only for a valid path with no regret. Over-submit: a packet submitted where the reference "
+    "does not submit. Unplayed: a task and pass the run never played, counted as not valid.")
 DEFINITIONS = (
-    "Definitions: `verifiers/metrics.py`. Intervals: the headline is clustered (cluster-robust standard error, "
+    "Intervals: the headline is clustered (cluster-robust standard error, "
     "exact t quantile) over groups of tasks linked by a workflow or a gold fact: tasks that share items, "
     "decisions or the fact their answer rests on are not independent. Beside it, the Student-t over passes "
     "(Wilson for one pass); a policy that scores the same on every pass has a zero-width per-pass interval, "
-    "which says the policy is deterministic, not that the rate is certain. A paired difference is per task (the "
+    "which says the rate did not move between passes, not that it is certain. Every value alike (0 or n of n) "
+    "gets the exact Clopper-Pearson interval over the clusters, each counted once; one cluster, or a family of one "
+    "task, gets no interval. A paired difference is per task (the "
     "mean over passes), its interval clustered the same way; the discordant tasks are those the two policies "
     "decide differently. The smallest detectable difference (voe/artifacts/clusters.py) is what the package can "
     "tell apart at all: a smaller difference between two policies is noise on this package.")
@@ -51,11 +61,40 @@ Row = list[str | Cell]
 _NUMBER = re.compile(r"^([+-]?\d|-$)")  # right-aligned in HTML: numbers, intervals, "4 x 1", "-" (none)
 
 
-def _fmt(rate: dict[str, Any]) -> str:
-    """The headline: the mean with its clustered interval and how many clusters it rests on."""
+def _fmt(rate: dict[str, Any], tasks: int | None = None) -> str:
+    """The headline: the mean with its clustered interval and how many clusters it rests on; no interval where
+    none can be estimated (one task, one cluster of mixed values)."""
+    if tasks == 1:
+        return f"{rate['mean']:.3f} (one task: no interval)"
     lo, hi = rate["ci95"]
     clusters = rate.get("clusters", 0)
+    if clusters == 1 and "clopper_pearson" not in rate.get("method", ""):
+        return f"{rate['mean']:.3f} (one cluster: no interval)"
     return f"{rate['mean']:.3f} [{lo:.3f}, {hi:.3f}] ({clusters} cluster{'' if clusters == 1 else 's'})"
+
+
+@dataclass(frozen=True)
+class About:
+    """What a report states of itself and of its tasks: voe's version, when it was written, and each task as a
+    reader knows it (task id -> question, workflow title). `curator` adds a section with each task's family, which
+    decides its answer: verifier-only, for the archive's curator, never for a policy."""
+
+    version: str
+    written: str
+    questions: dict[str, tuple[str, str]]
+    curator: bool = False
+
+
+def about(questions: dict[str, tuple[str, str]] | None = None, curator: bool = False) -> About:
+    """This voe's version and the time (SOURCE_DATE_EPOCH when set, for reproducible reports), in UTC."""
+    import datetime as dt
+
+    from voe import __version__
+    from voe.settings import settings
+
+    epoch = settings().source_date_epoch
+    when = dt.datetime.fromtimestamp(int(epoch), dt.UTC) if epoch and epoch.isdigit() else dt.datetime.now(dt.UTC)
+    return About(__version__, when.strftime("%Y-%m-%dT%H:%M:%SZ"), questions or {}, curator)
 
 
 def _passes(rate: dict[str, Any]) -> str:
@@ -88,22 +127,56 @@ def _per_pass(summary: dict[str, Any], scores: list[TrajectoryScore] | None) -> 
     return [sum(v) / len(v) for _, v in sorted(passes.items())]
 
 
-def task_rows(names: list[str], scores: list[list[TrajectoryScore]]) -> list[Row]:
-    """One row per task and run: validity over the passes, the mean cost score, the codebook labels."""
+TASK_HEAD = ["question", "workflow", "policy", "valid passes", "cost score", "codebook label"]
+
+
+def questions_of(runs: Sequence[Path]) -> dict[str, tuple[str, str]]:
+    """Each task of the runs' packages as a reader knows it (question, workflow title), read from the package each
+    run.json names; a package no longer there leaves its tasks named by id."""
+    from voe.artifacts.package import load_package
+    from voe.artifacts.run import read_run_info
+    from voe.errors import VoeError
+
+    out: dict[str, tuple[str, str]] = {}
+    for run in runs:
+        try:
+            views = load_package(Path(read_run_info(run).package))[0]
+        except VoeError:
+            continue
+        out.update({v.task_id: (v.question, v.workflow_title) for v in views})
+    return out
+
+
+def task_rows(names: list[str], scores: list[list[TrajectoryScore]],
+              questions: dict[str, tuple[str, str]] | None = None) -> list[Row]:
+    """One row per task and run, the task as a reader knows it (its question and workflow; the task id where the
+    package is not at hand): validity over the passes, the mean cost score, the codebook labels. No family: it
+    decides the answer (the curator's section has it)."""
     rows: list[Row] = []
     colours = policy_colours(names)
+    questions = questions or {}
     for name, run in zip(names, scores, strict=True):
         tasks: dict[str, list[TrajectoryScore]] = defaultdict(list)
         for s in run:
             tasks[s.task_id].append(s)
-        for task, ts in sorted(tasks.items()):
+        for task, ts in sorted(tasks.items(), key=lambda kv: (questions.get(kv[0], (kv[0], ""))[::-1], kv[0])):
             valid = sum(s.valid for s in ts)
             labels = Counter(s.label for s in ts).most_common()
-            rows.append([task, ts[0].family, _swatch(name, colours[name]),
+            question, workflow = questions.get(task, (task, "-"))
+            rows.append([question, workflow, _swatch(name, colours[name]),
                          Cell(f"{valid}/{len(ts)}", key=valid / len(ts)),
                          f"{sum(s.cost_score for s in ts) / len(ts):.3f}",
                          ", ".join(label if c == 1 else f"{label} \u00d7{c}" for label, c in labels)])
     return rows
+
+
+def curator_rows(scores: list[list[TrajectoryScore]], questions: dict[str, tuple[str, str]]) -> list[Row]:
+    """Each task's id, question and family (verifier-only)."""
+    family: dict[str, str] = {}
+    for run in scores:
+        for s in run:
+            family.setdefault(s.task_id, s.family)
+    return [[task, questions.get(task, (task, ""))[0], family[task]] for task in sorted(family)]
 
 
 def _swatch(name: str, colour: str) -> Cell:
@@ -111,11 +184,13 @@ def _swatch(name: str, colour: str) -> Cell:
 
 
 def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[str, Any]] | None = None,
-                 scores: list[list[TrajectoryScore]] | None = None) -> Path:
+                 scores: list[list[TrajectoryScore]] | None = None, info: About | None = None) -> Path:
     """The report of scored runs; `paired` holds each run's paired difference of validity against a chosen run
     (`voe report --against`) and `scores` each run's trajectory scores (the per-task table and, for summaries
     without them, the per-pass rates), both in the order of `summaries`. The plots need matplotlib (the `report`
-    extra); without it the report holds the tables and says how to get the plots."""
+    extra); without it the report holds the tables and says how to get the plots. `info`: what the report states of
+    itself and how it names tasks (default: this voe, now, tasks by id)."""
+    info = info or about()
     out.mkdir(parents=True, exist_ok=True)
     names = policy_names(summaries)
     colours = policy_colours(names)
@@ -127,8 +202,8 @@ def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[s
          f"{s['action_valid']['mean']:.3f}", f"{s['useful_precision']:.3f}", f"{s['evidence_regret']:.2f}",
          f"{s['cost_score']:.3f}", f"{s['over_submit']:.3f}"] for p, s in zip(policy, summaries, strict=True)]
     families = sorted({f for s in summaries for f in s["by_family"]})
-    fam_rows: list[Row] = [[f, *[(_fmt(s["by_family"][f]["evidence_grounded_valid"]) if f in s["by_family"] else "-")
-                                 for s in summaries]] for f in families]
+    fam_rows: list[Row] = [[f, *[(_fmt(s["by_family"][f]["evidence_grounded_valid"], s["by_family"][f]["tasks"])
+                                  if f in s["by_family"] else "-") for s in summaries]] for f in families]
     code_rows: list[Row] = [[c, *[str(s["codebook"].get(c, 0)) for s in summaries]] for c in CODEBOOK]
     usage_head = ["policy", "model calls", "tokens in", "tokens out", "cost (USD)"]
     usage_rows: list[Row] = [[p, *[("-" if s.get("usage", {}).get(k) is None else str(s["usage"][k]))
@@ -142,8 +217,7 @@ def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[s
          f"{len(pr.get('discordant_tasks', []))} ({len(pr.get('discordant_clusters', []))})" if pr["tasks"] else "-",
          str(pr.get("a_only_valid", 0)), str(pr.get("b_only_valid", 0))]
         for p, pr in zip(policy, paired or [], strict=False)]
-    task_head = ["task", "family", "policy", "valid passes", "cost score", "codebook label"]
-    tasks = task_rows(names, scores) if scores is not None else []
+    tasks = task_rows(names, scores, info.questions) if scores is not None else []
     # what each package the runs played can tell apart (its manifest's smallest detectable difference)
     packages = {str(s.get("package", {}).get("content_hash")): s.get("package", {}).get("detectable_difference")
                 for s in summaries if s.get("package")}
@@ -162,19 +236,31 @@ def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[s
         ("Model usage", usage_head, usage_rows, None),
         *([("Paired difference of validity (per task, mean over passes)", pair_head, pair_rows, None)] if paired else []),
         *([("What the package can tell apart", sdd_head, sdd_rows, None)] if sdd_rows else []),
+        *([("Curator's section: each task's family (verifier-only: it decides the answer; never give it to a "
+            "policy)", ["task", "question", "family"], curator_rows(scores, info.questions), None)]
+          if info.curator and scores else []),
     ]
-    (out / "report.md").write_text(_markdown(sections, drawn, bool(tasks)))
-    (out / "report.html").write_text(_html(sections, drawn, out, (task_head, tasks), summaries))
+    stated = _stated(summaries, info)
+    (out / "report.md").write_text(_markdown(sections, drawn, bool(tasks), stated))
+    (out / "report.html").write_text(_html(sections, drawn, out, (TASK_HEAD, tasks), summaries, stated))
     (out / "summaries.json").write_text(json.dumps(summaries, indent=2) + "\n")
     return out / "report.md"
 
 
-def _markdown(sections: list[tuple[str, list[str], list[Row], str | None]], drawn: bool, tasks: bool) -> str:
+def _stated(summaries: list[dict[str, Any]], info: About) -> str:
+    """What the report is of: the packages by content hash, this voe's version, when it was written."""
+    hashes = sorted({str(s.get("package", {}).get("content_hash") or "") for s in summaries} - {""})
+    return (f"Package{'s' if len(hashes) != 1 else ''} {', '.join(hashes) or '(not recorded)'}; "
+            f"voe {info.version}; written {info.written}.")
+
+
+def _markdown(sections: list[tuple[str, list[str], list[Row], str | None]], drawn: bool, tasks: bool,
+              stated: str) -> str:
     def md(h: list[str], r: list[Row]) -> str:
         cells = [[_text(c) for c in row] for row in r]
         return "\n".join(["| " + " | ".join(h) + " |", "|" + "---|" * len(h)] + ["| " + " | ".join(x) + " |" for x in cells])
 
-    parts = ["# voe run report"]
+    parts = ["# voe run report", stated]
     for title, h, r, plot in sections:
         parts += [f"## {title}", md(h, r)]
         if plot and drawn:
@@ -184,11 +270,11 @@ def _markdown(sections: list[tuple[str, list[str], list[Row], str | None]], draw
     if tasks:
         parts.append("The per-task table (validity over passes, cost score and codebook label of every task and "
                      "policy, sortable) is in report.html.")
-    return "\n\n".join([*parts, DEFINITIONS, ""])
+    return "\n\n".join([*parts, METRICS, DEFINITIONS, ""])
 
 
 def _html(sections: list[tuple[str, list[str], list[Row], str | None]], drawn: bool, out: Path,
-          tasks: tuple[list[str], list[Row]], summaries: list[dict[str, Any]]) -> str:
+          tasks: tuple[list[str], list[Row]], summaries: list[dict[str, Any]], stated: str) -> str:
     body = []
     for title, h, r, plot in sections:
         body.append(f"<h2>{html.escape(title)}</h2><div class=wide>{_table(h, r)}</div>")
@@ -203,7 +289,9 @@ def _html(sections: list[tuple[str, list[str], list[Row], str | None]], drawn: b
     return ("<!doctype html><html lang=en><meta charset=utf-8>"
             "<meta name=viewport content='width=device-width, initial-scale=1'><title>voe run report</title>"
             f"<style>{CSS}</style><main><h1>voe run report</h1><p class=note>{html.escape(runs)}</p>"
-            + "".join(body) + f"<footer><p>{_code(html.escape(DEFINITIONS))}</p></footer></main>"
+            f"<p class=note>{html.escape(stated)}</p>"
+            + "".join(body) + f"<footer><p>{_code(html.escape(METRICS))}</p><p>{_code(html.escape(DEFINITIONS))}</p>"
+            "</footer></main>"
             f"<script>{SORT_JS}</script></html>\n")
 
 

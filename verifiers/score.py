@@ -9,13 +9,14 @@ from typing import Any
 from voe.artifacts.package import load_package
 from voe.artifacts.run import read_run_info
 from voe.artifacts.scores import TrajectoryScore, file_sha256
-from voe.errors import InputError
+from voe.errors import EmptyRun, InputError
 from voe.graph import Graph
 from voe.ingest import settle
 from voe.jsonl import read_jsonl
+from voe.replay.run_audit import write_audit
 from voe.verifiers.graph_verify import verify_run
 from voe.verifiers.labels import TaskLabels, read_run_steps
-from voe.verifiers.metrics import clusters_of, score_trajectory, summarize
+from voe.verifiers.metrics import clusters_of, score_trajectory, summarize, unplayed
 from voe.versions import SCORES_SCHEMA_VERSION, write_schemas
 
 
@@ -23,6 +24,9 @@ def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[Traject
     info = read_run_info(run_dir)
     package, content_hash = Path(info.package), info.content_hash
     views, _, answers, manifest = load_package(package)
+    if not read_jsonl(run_dir / "trajectories.jsonl"):
+        raise EmptyRun(f"{run_dir}: the run holds no trajectory (none of its {len(views)} tasks was played); "
+                       "nothing to score")
     settle(graph)
     if manifest.content_hash != content_hash:
         raise InputError("the package changed since this run (content hash differs); re-run it", path=str(package))
@@ -41,7 +45,11 @@ def score_run(graph: Graph, run_dir: Path) -> tuple[dict[str, Any], list[Traject
                                steps=labels[tr["task_id"]].steps(steps.get(tr["trajectory_id"], [])),
                                cluster=workflows[tr["task_id"]])
               for tr in read_jsonl(run_dir / "trajectories.jsonl")]
+    scores += unplayed(views, answers, info.run_id, info.passes, {(s.task_id, s.pass_index) for s in scores},
+                       workflows)
     summary = summarize(scores, info.policy, info.passes)
+    audit = write_audit(run_dir, package)  # checked again here: a run written by another voe, or edited since
+    summary["audit"] = {**audit.model_dump(exclude={"leaks"}), "leaks": len(audit.leaks), "line": audit.line()}
     summary["run_id"] = info.run_id
     summary["schema_version"] = SCORES_SCHEMA_VERSION
     # what the package can tell apart (its manifest's smallest detectable difference), for the report to state

@@ -104,3 +104,60 @@ def _running(pid_file: Path) -> bool:
     except (OSError, ValueError):
         return False
     return True
+
+
+def remembered_ports(instance: str, cache_dir: Path) -> tuple[int, int] | None:
+    """The Bolt and HTTP ports the instance was last set up with (its conf/neo4j.conf), or None for a new one."""
+    try:
+        lines = (cache_dir / "instances" / instance / "conf" / "neo4j.conf").read_text().splitlines()
+    except OSError:
+        return None
+    ports = {}
+    for key in ("bolt", "http"):
+        value = next((ln.rsplit(":", 1)[1] for ln in lines if ln.startswith(f"server.{key}.listen_address=")), "")
+        if not value.isdigit():
+            return None
+        ports[key] = int(value)
+    return ports["bolt"], ports["http"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """The local instance a `voe db` command acts on, and why that one."""
+
+    instance: str
+    bolt_port: int
+    http_port: int
+    because: str
+
+
+def db_target(instance: str | None, bolt_port: int | None, http_port: int | None, cache_dir: Path,
+              uri: str | None) -> Target:
+    """Which local instance a `voe db` command means. Flags given win; `--instance NAME` alone is NAME with the
+    ports it remembers; with no `--instance`, NEO4J_URI (when set, on this machine) names the instance listening
+    on its port (else the default instance on that port); else the default instance with its remembered ports,
+    else 7687/7474. So status, password and the hints are of the server the other commands talk to."""
+    given = instance is not None or bolt_port is not None or http_port is not None
+    because = "the flags" if given else "the defaults"
+    if instance is None and uri:
+        try:
+            parts = urlsplit(uri)
+            host, port = parts.hostname, parts.port or 7687
+        except ValueError:
+            host, port = None, 7687
+        if host in LOOPBACK:
+            found = local_instance(uri, cache_dir)
+            if found is not None:
+                instance, because = found.name, f"NEO4J_URI={uri}"
+                bolt_port = bolt_port if bolt_port is not None else found.bolt_port
+                http_port = http_port if http_port is not None else found.http_port
+            else:
+                instance, because = "default", f"NEO4J_URI={uri} (no local instance on port {port} yet)"
+                bolt_port = bolt_port if bolt_port is not None else port
+    name = instance or "default"
+    remembered = remembered_ports(name, cache_dir)
+    if remembered is not None and because in ("the flags", "the defaults") and (bolt_port is None or http_port is None):
+        because = f"instance {name}'s remembered ports"
+    bolt = bolt_port if bolt_port is not None else (remembered[0] if remembered else 7687)
+    http = http_port if http_port is not None else (remembered[1] if remembered else 7474)
+    return Target(name, bolt, http, because)

@@ -38,9 +38,17 @@ class GraphUnavailable(VoeError):
     """Neo4j cannot be reached at the configured URI."""
 
 
+class GraphSettingsError(UsageError):
+    """NEO4J_URI is not a Neo4j URI, or NEO4J_DATABASE names a database the server does not have."""
+
+
 class GraphBusy(VoeError):
     """Another live ingest is writing the same record; this one leaves it alone (retry when it has finished)."""
 
 
 class ServerError(VoeError):
     """The local Neo4j could not be resolved, started or stopped."""
+
+
+class EmptyRun(VoeError):
+    """A run (or a log to import as one) holds no trajectory: there is nothing to score."""

@@ -16,12 +16,19 @@ from typing import Any, TypeVar
 
 import neo4j
 from neo4j import GraphDatabase
-from neo4j.exceptions import AuthError, IncompleteCommit, Neo4jError, ServiceUnavailable, SessionExpired
+from neo4j.exceptions import (
+    AuthError,
+    ConfigurationError,
+    IncompleteCommit,
+    Neo4jError,
+    ServiceUnavailable,
+    SessionExpired,
+)
 
 from voe import ontology, queries
 from voe.canonical import non_finite
 from voe.config import Neo4jSettings
-from voe.errors import GraphUnavailable, OntologyViolation, VoeError
+from voe.errors import GraphSettingsError, GraphUnavailable, OntologyViolation, VoeError
 from voe.ontology import Label, Rel
 
 T = TypeVar("T")
@@ -138,6 +145,10 @@ class WriteCounts:
 def _chunks(rows: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for start in range(0, len(rows), size):
         yield rows[start : start + size]
+
+
+def _no_database(exc: Neo4jError) -> bool:
+    return (exc.code or "") == "Neo.ClientError.Database.DatabaseNotFound"
 
 
 def _shutting_down(exc: Neo4jError) -> bool:
@@ -416,8 +427,12 @@ class Graph:
         self.settings = settings or Neo4jSettings.from_env()
         self.ontology = ontology.load()
         # the server's notices ("label does not exist" on a graph not yet ingested) are not the user's business
-        self._driver = GraphDatabase.driver(self.settings.uri, auth=self.settings.auth,
-                                            notifications_min_severity="OFF")
+        try:
+            self._driver = GraphDatabase.driver(self.settings.uri, auth=self.settings.auth,
+                                                notifications_min_severity="OFF")
+        except (ValueError, ConfigurationError) as exc:  # no scheme, an unknown scheme, a bad port
+            raise GraphSettingsError(f"NEO4J_URI={self.settings.uri!r} is not a Neo4j URI (bolt://HOST:PORT or "
+                                     f"neo4j://HOST:PORT): {str(exc).split('. ')[0]}") from exc
 
     def __enter__(self) -> Graph:
         return self
@@ -442,6 +457,10 @@ class Graph:
         local = parts.hostname in ("127.0.0.1", "localhost") and parts.port not in (None, 7687)
         return f"voe db up --bolt-port {parts.port}" if local else "voe db up"
 
+    def _database_missing(self, exc: Neo4jError) -> GraphSettingsError:
+        return GraphSettingsError(f"NEO4J_DATABASE={self.settings.database!r}: the server at {self.settings.uri} has "
+                                  f"no such database ({exc.message}); unset it for the default database")
+
     def verify(self) -> None:
         try:
             self._driver.verify_connectivity()
@@ -465,6 +484,8 @@ class Graph:
         except (ServiceUnavailable, SessionExpired) as exc:
             raise GraphUnavailable(f"Neo4j is not reachable at {self.settings.uri}: {exc}") from exc
         except Neo4jError as exc:
+            if _no_database(exc):
+                raise self._database_missing(exc) from exc
             if _shutting_down(exc):
                 raise GraphUnavailable(f"Neo4j is not available at {self.settings.uri}: {exc.message}") from exc
             raise
@@ -493,6 +514,8 @@ class Graph:
         except (ServiceUnavailable, SessionExpired) as exc:
             raise GraphUnavailable(f"Neo4j is not reachable at {self.settings.uri}: {exc}") from exc
         except Neo4jError as exc:
+            if _no_database(exc):
+                raise self._database_missing(exc) from exc
             if _shutting_down(exc):
                 raise GraphUnavailable(f"Neo4j is not available at {self.settings.uri}: {exc.message}") from exc
             raise
@@ -520,6 +543,8 @@ class Graph:
         except (ServiceUnavailable, SessionExpired, IncompleteCommit) as exc:
             raise GraphUnavailable(f"Neo4j went away during a write at {self.settings.uri}: {exc}") from exc
         except Neo4jError as exc:
+            if _no_database(exc):
+                raise self._database_missing(exc) from exc
             if _shutting_down(exc):
                 raise GraphUnavailable(f"Neo4j stopped during a write at {self.settings.uri}: {exc.message}") from exc
             raise
@@ -529,7 +554,10 @@ class Graph:
         for statement in queries.statements("schema"):
             try:
                 self._driver.execute_query(statement, database_=self.settings.database)
-            except Neo4jError as exc:  # pragma: no cover - a broken schema file is a bug, say which line
+            except Neo4jError as exc:
+                if _no_database(exc):
+                    raise self._database_missing(exc) from exc
+                # a broken schema file is a bug: say which line
                 raise VoeError(f"cypher/schema.cypher: {statement!r} failed: {exc}") from exc
 
     def clear(self) -> None:

@@ -29,7 +29,7 @@ PACKAGE_VERSION = 3  # 3: answers carry gold_facts; families rest on stated fact
 RUN_SCHEMA_VERSION = 2  # 2: observations in their own file (steps.jsonl is what the verifier reads)
 SCORES_SCHEMA_VERSION = 2  # 2: the headline interval is the clustered one (ci95), per-pass beside it
 LABELS_SCHEMA_VERSION = 1  # DESIGN §10: value and sufficiency labels (verifiers/labels.py)
-TRAINING_SCHEMA_VERSION = 1  # DESIGN §10: training sets (export/training.py)
+TRAINING_SCHEMA_VERSION = 2  # 2: identical rows merged (count, sources); warnings on empty splits
 
 _MAKE = {"package": "voe compile", "run": "voe run", "scores": "voe score", "labels": "voe label",
          "training": "voe export-training"}

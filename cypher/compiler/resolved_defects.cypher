@@ -6,7 +6,8 @@
 //   the copy is what a reader checks the item by;
 // - by the data: the checksum file is marked invalid, yet what the record declares of it agrees with the item
 //   (its recorded digest is the digest of the item's declared digest, no mismatch found): the flag is stale.
-// Either way the item stands and the stale checksum file is the curator's to fix.
+// - by a second manifest (below).
+// Either way the item stands and the stale declaration is the curator's to fix.
 MATCH (r:Record)-[:HAS_COMPONENT]->(s:ChecksumFile)-[:HAS_DEFECT]->(d:Defect)
 WHERE coalesce(r.ingest_state, 'complete') = 'complete'
   AND d.kind IN ['sidecar_marked_invalid', 'sidecar_checksum_mismatch']
@@ -27,4 +28,12 @@ CALL (r, s, t, d) {
 MATCH p = (by)-[:PART_OF*0..]->(holder:Component)<-[:EVIDENCED_BY]-(e:Evidence)
 RETURN d.id AS defect_id, how, t.filepath AS item, by.filepath AS copy, by_sidecar AS copy_sidecar,
        s.filepath AS stale_sidecar, e.id AS copy_evidence, length(p) AS depth
-ORDER BY defect_id, how, depth, copy, copy_evidence
+UNION
+// - by a second manifest: a bag's NERDm metadata declares another digest than the file's bytes, while the bag's
+//   payload manifest lists the file and agrees with them (no manifest finding on it)
+MATCH (r:Record)-[:HAS_COMPONENT]->(f:DataFile)-[:HAS_DEFECT]->(d:Defect {rule: 'bag.nerdm.sha256'})
+WHERE coalesce(r.ingest_state, 'complete') = 'complete'
+  AND NOT (f)-[:HAS_DEFECT]->(:Defect {rule: 'bag.manifest'}) AND (f)-[:LOCATED_AT]->(:SourceLocation {kind: 'line'})
+MATCH p = (f)-[:PART_OF*0..]->(holder:Component)<-[:EVIDENCED_BY]-(e:Evidence)
+RETURN d.id AS defect_id, 'manifest' AS how, f.filepath AS item, f.filepath AS copy, null AS copy_sidecar,
+       d.path AS stale_sidecar, e.id AS copy_evidence, length(p) AS depth

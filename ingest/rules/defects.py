@@ -24,12 +24,17 @@ Rules (NERDm records):
   an `@id` that resolves outside the crate root; nothing outside is read), and `size_mismatch`, `checksum_mismatch`,
   `media_type_mismatch` for a member against its entity's `contentSize`, `sha256`, `encodingFormat` (rules
   `crate.size`, `crate.sha256`, `crate.encoding_format`).
+- Readmes (ingest/rules/readmes.py): `readme_cites_other_record` (rule `nerdm.readme.identifier`: the readme gives a
+  repository identifier that is neither the record's nor among its references), `readme_names_other_file` (rule
+  `nerdm.readme.filename`: a file name the record lists under another name), `readme_names_absent_file` (rule
+  `nerdm.readme.absent`: a readme that lists the record's files lists one the record lacks), each at its line.
 - BagIt bags (ingest/sources/bagit.py): `checksum_mismatch` (rules `bag.manifest`, `bag.tagmanifest`: a file
   against its manifest line; `bag.zip.sha256`: a zipped bag against its `.sha256` sidecar), `described_not_held`
   (rule `bag.manifest.absent`: a manifest line for a file the bag does not hold, not fetched, in no other member),
   `undescribed_member` (rule `bag.payload.undescribed`), `payload_oxum_mismatch` (rule `bag.oxum`: bag-info's
   Payload-Oxum against the payload held), `id_escapes_root` (rule `bag.member.escapes`: a zip member outside the
-  bag's folder, never read).
+  bag's folder, never read), `checksum_mismatch` (rule `bag.nerdm.sha256`: the NERDm metadata inside the bag
+  declares another digest than the bytes have; the payload manifest, when it agrees, resolves it).
 - `missing_checksum` (rule `nerdm.datafile.checksum`): a DataFile with no declared checksum where the record
   declares one for another file.
 - `no_checksums_declared` (rule `nerdm.datafile.no_checksums`): a DataFile with no declared checksum in a record
@@ -164,6 +169,9 @@ class DefectKind(StrEnum):
     UNDESCRIBED_MEMBER = "undescribed_member"
     ID_ESCAPES_ROOT = "id_escapes_root"
     PAYLOAD_OXUM_MISMATCH = "payload_oxum_mismatch"
+    README_CITES_OTHER_RECORD = "readme_cites_other_record"
+    README_NAMES_OTHER_FILE = "readme_names_other_file"
+    README_NAMES_ABSENT_FILE = "readme_names_absent_file"
 
 
 RULES: dict[str, DefectKind] = {
@@ -208,7 +216,11 @@ RULES: dict[str, DefectKind] = {
     "bag.payload.undescribed": DefectKind.UNDESCRIBED_MEMBER,
     "bag.oxum": DefectKind.PAYLOAD_OXUM_MISMATCH,
     "bag.zip.sha256": DefectKind.CHECKSUM_MISMATCH,
+    "bag.nerdm.sha256": DefectKind.CHECKSUM_MISMATCH,
     "bag.member.escapes": DefectKind.ID_ESCAPES_ROOT,
+    "nerdm.readme.identifier": DefectKind.README_CITES_OTHER_RECORD,
+    "nerdm.readme.filename": DefectKind.README_NAMES_OTHER_FILE,
+    "nerdm.readme.absent": DefectKind.README_NAMES_ABSENT_FILE,
 }
 
 # parser findings whose detail states what the bytes hold (shown to a reviewer; see the module docstring)
@@ -296,6 +308,15 @@ GOLDS: dict[DefectKind, Gold] = {
                                         "what it is, where it came from, or that it belongs to the crate."),
     DefectKind.ID_ESCAPES_ROOT: Gold(Decision.FLAG, "The entity's identifier resolves outside the crate: it points "
                                      "at something the crate cannot vouch for (and voe does not read)."),
+    DefectKind.README_CITES_OTHER_RECORD: Gold(Decision.FLAG, "The readme gives an identifier of the repository that "
+                                               "is not this record's and not one it references: it describes, or "
+                                               "tells readers to cite, another record."),
+    DefectKind.README_NAMES_OTHER_FILE: Gold(Decision.FLAG, "The readme names a file the record lists under another "
+                                             "name: a reader following the readme looks for a file that is not there "
+                                             "and cannot be sure the one that is there is the one meant."),
+    DefectKind.README_NAMES_ABSENT_FILE: Gold(Decision.FLAG, "The readme lists, among the record's files, one the "
+                                              "record does not have under any name: the readme describes another "
+                                              "state of the record than the one published."),
     DefectKind.PAYLOAD_OXUM_MISMATCH: Gold(Decision.FLAG, "The bag's own bag-info states another payload (octets and "
                                            "files) than the bag holds: the bag does not describe itself, so a reader "
                                            "cannot tell a complete transfer from a broken one."),

@@ -17,7 +17,10 @@ Findings, each located at the manifest line, the bag-info line or the bytes:
 - `Payload-Oxum` (octets.files) that is not what the bag holds: `payload_oxum_mismatch` (rule `bag.oxum`), on the
   member;
 - a zipped bag beside a `.sha256` sidecar that does not hold the zip's digest: `checksum_mismatch` (rule
-  `bag.zip.sha256`), on the member.
+  `bag.zip.sha256`), on the member;
+- the bag's second statement: NIST's NERDm metadata of a file (`metadata/<file>/nerdm.json`) declaring a digest
+  its bytes do not have (`checksum_mismatch`, rule `bag.nerdm.sha256`); resolved when the payload manifest agrees
+  with the bytes (the stale declaration reported, the file stands).
 Member paths are checked before anything is read: an absolute path or one that climbs out of the bag is refused
 (`id_escapes_root`, rule `bag.member.escapes`) and never extracted.
 """
@@ -25,6 +28,7 @@ Member paths are checked before anything is read: an absolute path or one that c
 from __future__ import annotations
 
 import hashlib
+import json
 import posixpath
 import re
 import shutil
@@ -36,7 +40,7 @@ from pathlib import Path
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ingest.builder import BuilderCore, Origin, RecordGraph, stamp_rows
-from voe.ingest.payloads.files import LocalBytes, hash_file
+from voe.ingest.payloads.files import LocalBytes, hash_file, span_sha256
 from voe.ingest.payloads.parsers.model import Fact
 from voe.ingest.rules import ids
 from voe.ingest.rules.evidence import evidence_kind
@@ -273,6 +277,7 @@ class BagBuilder(BuilderCore):
                         location=at)
         self._oxum(bag, locals_, mid)
         self._zip_sidecar(bag, mid)
+        self._nerdm(bag, locals_, comps)
         info_at = [self._file_location(f"{bag.name}/bag-info.txt", locals_["bag-info.txt"])] \
             if "bag-info.txt" in locals_ else []
         self.add_evidence(bag.name, "characterization", "bag_member", bag.name, mid, info_at, provenance="bag",
@@ -335,6 +340,40 @@ class BagBuilder(BuilderCore):
                 if rel in comps and not tag and where is not None:  # the payload file, where its manifest lists it
                     self.g.edges.append(EdgeRow(Rel.LOCATED_AT, comps[rel], Label.COMPONENT, where, Label.SOURCE_LOCATION))
         return listed
+
+    def _nerdm(self, bag: Bag, locals_: dict[str, LocalBytes], comps: dict[str, str]) -> None:
+        """A NIST preservation bag's second statement: the NERDm metadata of each file (metadata/<file>/nerdm.json)
+        declares its size and digest; one that disagrees with the bytes is a finding on the file, which its payload
+        manifest resolves when that agrees (the stale declaration is the curator's to fix)."""
+        for rel in sorted(r for r in bag.files if r.startswith("metadata/") and r.endswith("/nerdm.json")
+                          and r.count("/") >= 2):
+            try:
+                comp = json.loads(bag.read(rel))
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if not isinstance(comp, dict) or not isinstance(comp.get("filepath"), str):
+                continue
+            target = f"data/{comp['filepath']}"
+            checksum = comp.get("checksum")
+            declared = str(checksum.get("hash") or "").lower() if isinstance(checksum, dict) else ""
+            held = locals_.get(target)
+            meta = locals_.get(rel)
+            if held is None or meta is None or not declared or declared == held.sha256:
+                continue
+            where = self._json_location(f"{bag.name}/{rel}", meta, "/checksum/hash", declared)
+            self.defect("bag.nerdm.sha256", comps[target], Label.COMPONENT, f"{bag.name}/{rel}#/checksum/hash",
+                        f"{bag.name}/{rel} declares sha256 {declared} for {target}; its bytes have {held.sha256}",
+                        path=f"{bag.name}/{rel}", location=where)
+
+    def _json_location(self, path: str, local: LocalBytes, pointer: str, value: object) -> str:
+        loc = ids.location_id(local.sha256, pointer)
+        if loc not in self._locations:
+            self._locations.add(loc)
+            self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,), self._owned({
+                "kind": "json_pointer", "path": path, "file_sha256": local.sha256, "pointer": pointer,
+                "span_sha256": span_sha256(value)})))
+            self.g.edges.append(EdgeRow(Rel.IN_FILE, loc, Label.SOURCE_LOCATION, ids.file_id(local.sha256), Label.FILE))
+        return loc
 
     def _oxum(self, bag: Bag, locals_: dict[str, LocalBytes], mid: str) -> None:
         info = [(n, k, v) for n, k, v in bag.info() if k == "Payload-Oxum"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -72,8 +73,80 @@ def test_db_status_of_an_instance_that_is_not_running(tmp_path: Path) -> None:
     assert "`voe db up --instance idle --bolt-port 9`" in proc.stdout  # the hint keeps the user's flags
 
 
+def _instance(cache: Path, name: str, bolt: int, http: int) -> None:
+    """An instance folder as `voe db up` leaves it (its conf and password), not running."""
+    home = cache / "instances" / name
+    (home / "conf").mkdir(parents=True)
+    (home / "conf" / "neo4j.conf").write_text(f"server.bolt.listen_address=127.0.0.1:{bolt}\n"
+                                              f"server.http.listen_address=127.0.0.1:{http}\n")
+    (home / "password").write_text("pw-of-" + name)
+
+
+def test_every_db_command_answers_for_the_instance_neo4j_uri_names(tmp_path: Path) -> None:
+    _instance(tmp_path, "default", 7687, 7474)
+    _instance(tmp_path, "other", 9, 19)
+    base = {"VOE_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+
+    def voe(*args: str, uri: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = {**base, **({"NEO4J_URI": uri} if uri else {})}
+        return subprocess.run([sys.executable, "-m", "voe.cli", "db", *args], capture_output=True, text=True, env=env)
+
+    status = voe("status", uri="bolt://127.0.0.1:9")
+    assert status.returncode == 1 and "instance other (bolt://127.0.0.1:9" in status.stdout
+    assert "`voe db up --instance other --bolt-port 9 --http-port 19`" in status.stdout
+    assert voe("password", uri="bolt://127.0.0.1:9").stdout.strip() == "pw-of-other"
+    assert voe("password").stdout.strip() == "pw-of-default"
+    # --instance alone: the instance with the ports it remembers, whatever NEO4J_URI says
+    named = voe("status", "--instance", "other", uri="bolt://127.0.0.1:7687")
+    assert "instance other (bolt://127.0.0.1:9" in named.stdout and "--bolt-port 9 --http-port 19" in named.stdout
+    # a port no instance has yet: the default instance on that port, said so
+    fresh = voe("status", "--json", uri="bolt://localhost:27687")
+    got = json.loads(fresh.stdout)
+    assert got["instance"] == "default" and got["bolt_uri"].endswith(":27687") and "no local instance" in got["chosen_by"]
+
+
 def test_a_path_error_prints_the_error_and_no_summary(tmp_path: Path, cli_env: dict[str, str]) -> None:
     proc = subprocess.run([sys.executable, "-m", "voe.cli", "ingest", str(tmp_path / "absent")], capture_output=True,
                           text=True, env=cli_env)
     assert proc.returncode == 2 and "path does not exist" in proc.stderr
     assert proc.stdout == ""  # no all-zero summary that would read as a finished ingest
+
+
+# a command that needs an extra the install lacks: the install line, exit 2, nothing written (the modules are hidden
+# from the child interpreter as a base install lacks them: sys.modules[name] = None makes their import fail)
+HIDE = "import sys\nfor m in {mods!r}: sys.modules[m] = None\nfrom voe.cli.app import main\nsys.argv = {argv!r}\nmain()\n"
+
+
+@pytest.mark.parametrize("argv, mods, extra", [
+    (["serve", "{pkg}", "--out", "{out}"], ["mcp"], "mcp"),
+    (["import-inspect", "{pkg}/log.eval", "--out", "{out}"], ["inspect_ai"], "inspect"),
+    (["validate", "{pkg}"], ["rocrate_validator", "mlcroissant"], "validate"),
+], ids=["serve", "import-inspect", "validate"])
+def test_a_missing_extra_is_named_with_its_install_line(tmp_path: Path, argv: list[str], mods: list[str],
+                                                        extra: str) -> None:
+    pkg, out = tmp_path / "pkg", tmp_path / "out"
+    pkg.mkdir()
+    args = ["voe", *(a.format(pkg=pkg, out=out) for a in argv)]
+    proc = subprocess.run([sys.executable, "-c", HIDE.format(mods=mods, argv=args)], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert f"pip install 'voe-evidence[{extra}]'" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("uri", ["127.0.0.1:7687", "ftp://127.0.0.1:7687"])
+def test_a_neo4j_uri_that_is_not_one_is_one_line_and_exit_2(tmp_path: Path, uri: str) -> None:
+    env = {"PATH": "/usr/bin:/bin", "VOE_CACHE_DIR": str(tmp_path), "NEO4J_URI": uri}
+    proc = subprocess.run([sys.executable, "-m", "voe.cli", "compile", "--out", str(tmp_path / "pkg")],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"voe: error: NEO4J_URI={uri!r} is not a Neo4j URI")
+    assert not (tmp_path / "pkg").exists()
+
+
+def test_a_database_the_server_lacks_is_one_line_and_exit_2(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    env = {**cli_env, "NEO4J_DATABASE": "nosuchdb"}
+    for args in (["compile", "--out", str(tmp_path / "pkg")], ["ingest", str(tmp_path)]):
+        proc = subprocess.run([sys.executable, "-m", "voe.cli", *args], capture_output=True, text=True, env=env)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "NEO4J_DATABASE='nosuchdb'" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

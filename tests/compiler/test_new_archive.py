@@ -287,3 +287,97 @@ def test_the_shared_archives_with_a_new_one_keep_the_gate_the_fact_limits_and_ev
     new = {v.task_id for v in load_package(tmp_path / "pkg")[0]} - {v.task_id for v in load_package(
         tmp_path / "shared")[0]}
     assert set(changes["added"]) == new
+
+
+def _new_formats(root: Path) -> list[Path]:
+    """An archive of each new format with one instance of every pattern: a NERDm collection (RMM search results:
+    a record in two versions, the later dropping a file and changing another under "metadata update", one whose
+    release dates go backwards, a file with no checksum where others have one), an `.eln` crate (entities that
+    double the root folder, one naming a file the export lacks, a declared type that does not fit, a member no entity
+    describes, clean files) and a zipped multibag (a member whose Payload-Oxum is another's, a payload file its
+    manifest lists with another digest, clean files)."""
+    import zipfile
+
+    def comp(path: str, digest: str | None, size: int = 100, media: str = "text/csv") -> dict[str, Any]:
+        c: dict[str, Any] = {"@id": f"cmps/{path}", "@type": DATAFILE, "filepath": path, "mediaType": media,
+                             "size": size}
+        if digest:
+            c["checksum"] = {"hash": digest, "algorithm": ALG}
+        return c
+
+    def record(n: int, version: str, comps: list[dict[str, Any]], history: list[tuple[str, str, str]]) -> dict[str, Any]:
+        return {"@id": f"ark:/88434/mds2-{n}", "_schema": "https://data.nist.gov/od/dm/nerdm-schema/v0.7#",
+                "@type": ["nrdp:PublicDataResource"], "title": f"Generated collection record {n}",
+                "version": version, "components": comps, "releaseHistory": {
+                    "@id": f"ark:/88434/mds2-{n}/pdr:v", "hasRelease": [
+                        {"version": v, "issued": d, "description": t} for v, d, t in history]}}
+
+    h = _digest
+    v1 = record(9101, "1.0.0", [comp(f"run_{i}.csv", h(f"r{i}")) for i in range(1, 5)], [("1.0.0", "2021-01-01", "initial")])
+    v2 = record(9101, "1.0.1", [comp("run_1.csv", h("r1")), comp("run_2.csv", h("r2-new")), comp("run_3.csv", h("r3"))],
+                [("1.0.0", "2021-01-01", "initial"), ("1.0.1", "2021-06-01", "metadata update")])
+    back = record(9102, "1.0.2", [comp(f"scan_{i}.csv", h(f"s{i}")) for i in range(1, 4)] + [comp("scan_4.csv", None)],
+                  [("1.0.0", "2022-01-01", "initial"), ("1.0.1", "2022-03-01", "data update"),
+                   ("1.0.2", "2021-12-01", "data update")])
+    clean = record(9103, "1.0.0", [comp(f"cell_{i}.csv", h(f"c{i}")) for i in range(1, 5)],
+                   [("1.0.0", "2023-01-01", "initial")])
+    collection = root / "collection-snapshots"
+    collection.mkdir()
+    (collection / "search.json").write_text(json.dumps({"ResultCount": 4, "ResultData": [v1, v2, back, clean]}))
+
+    crate = root / "eln-export@abc1234" / "lab.eln"
+    crate.parent.mkdir()
+    csv_bytes = b"t,v\n0,1\n"
+    graph: list[dict[str, Any]] = [{"@id": "ro-crate-metadata.json", "@type": "CreativeWork", "about": {"@id": "./"},
+                                    "dateCreated": "2025-03-01T00:00:00"}, {"@id": "./", "@type": "Dataset", "name": "Lab"}]
+    members: dict[str, bytes] = {}
+    for i in range(1, 4):  # the exporter doubled the root folder in these ids
+        members[f"lab/exp{i}/trace.csv"] = csv_bytes
+        graph.append({"@id": f"./lab/exp{i}/trace.csv", "@type": "File", "encodingFormat": "text/csv"})
+    for i in range(1, 5):
+        members[f"lab/clean/t{i}.csv"] = csv_bytes + str(i).encode()
+        graph.append({"@id": f"./clean/t{i}.csv", "@type": "File", "encodingFormat": "text/csv"})
+    members["lab/img/plot.png"] = b"\x89PNG\r\n\x1a\n" + b"0" * 32
+    graph.append({"@id": "./img/plot.png", "@type": "File", "encodingFormat": "text/markdown"})
+    graph.append({"@id": "./absent/raw.csv", "@type": "File", "encodingFormat": "text/csv"})
+    members["lab/stray/notes.csv"] = csv_bytes
+    members["lab/ro-crate-metadata.json"] = json.dumps({"@graph": graph}).encode()
+    with zipfile.ZipFile(crate, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+
+    bags = root / "preservation-bags"
+    bags.mkdir()
+    payload = {f"data/part_{i}.csv": f"p,{i}\n".encode() for i in range(1, 4)}
+    for n, files in ((0, dict(list(payload.items())[:2])), (1, dict(list(payload.items())[2:]))):
+        name = f"NEWBAG.mbag0_3-{n}"
+        manifest = "".join(f"{hashlib.sha256(v).hexdigest()}  {k}\n" for k, v in files.items())
+        if n == 0:
+            manifest = manifest.replace(hashlib.sha256(payload["data/part_1.csv"]).hexdigest(), "e" * 64)
+        oxum = f"{sum(len(v) for v in payload.values())}.{len(payload)}"  # the whole dataset's, in every member
+        with zipfile.ZipFile(bags / f"{name}.zip", "w") as z:
+            z.writestr(f"{name}/bagit.txt", "BagIt-Version: 0.97\nTag-File-Character-Encoding: UTF-8\n")
+            z.writestr(f"{name}/bag-info.txt", f"Payload-Oxum: {oxum}\nContact-Name: Lab Curator\n")
+            z.writestr(f"{name}/manifest-sha256.txt", manifest)
+            z.writestr(f"{name}/multibag/member-bags.tsv", "NEWBAG.mbag0_3-0\nNEWBAG.mbag0_3-1\n")
+            for k, v in files.items():
+                z.writestr(f"{name}/{k}", v)
+    return [collection, crate.parent.parent / "eln-export@abc1234", bags]
+
+
+def test_each_new_format_yields_decisions_alone_and_with_the_shared_archives(graph: Graph, archives: Path,
+                                                                             tmp_path: Path) -> None:
+    paths = _new_formats(tmp_path)
+    assert ingest_paths(paths, graph).errors == []
+    compile_package(graph, tmp_path / "alone")
+    _, answers, manifest = _by_family(tmp_path / "alone")
+    fmt = manifest.counts["by_format"]
+    assert set(fmt) == {"nerdm_collection", "ro-crate", "bagit"}, fmt
+    facts = {f.split(":", 1)[0] for a in answers.values() for f in a.gold_facts}
+    assert {"version", "dates", "defects"} <= facts  # a denied change, dates backwards, the exporter's batch
+    families = {a.family.value for a in answers.values()}
+    assert {"source_integrity", "packet_escalation", "packet_submission"} <= families
+    assert ingest_paths([archives / s for s in SHARED], graph).errors == []
+    summary = compile_package(graph, tmp_path / "joint")
+    assert summary.gate_passed, gate_table(summary)
+    assert {"nerdm_collection", "ro-crate", "bagit"} <= set(load_package(tmp_path / "joint")[3].counts["by_format"])

@@ -40,7 +40,7 @@ def test_every_row_is_valid_against_its_schema_and_the_counts_are_the_files(expo
     out, info = exported["out"], exported["info"]
     for fmt in FORMATS:
         schema = json.loads((out / "schema" / f"{fmt}.schema.json").read_text())
-        assert schema["x-voe-schema-version"] == info.schema_version == 1
+        assert schema["x-voe-schema-version"] == info.schema_version == 2
         validator = jsonschema.Draft202012Validator(schema)
         rows = read_training(out, fmt)
         assert rows and len(rows) == sum(info.counts[fmt].values())
@@ -78,8 +78,8 @@ def test_prompts_hold_nothing_verifier_only(exported: dict[str, Any], package: P
 def test_sft_holds_the_reference_and_only_valid_run_trajectories(exported: dict[str, Any], package: Path) -> None:
     views, _, answers, _ = load_package(package)
     rows = read_training(exported["out"], "sft")
-    reference = [r for r in rows if r["source"] == "reference"]
-    assert len(reference) == len(views)
+    reference = [r for r in rows if "reference" in r["sources"]]
+    assert len(reference) == len(views) and all(r["source"] == "reference" for r in reference)
     for row in reference:
         said = [json.loads(m["content"]) for m in row["messages"] if m["role"] == "assistant"]
         assert [s["action"] for s in said] == [step.action.value for step in answers[row["task_id"]].reference]
@@ -89,9 +89,14 @@ def test_sft_holds_the_reference_and_only_valid_run_trajectories(exported: dict[
              if r["outcome"] == "terminal" and r["valid"]}
     unclean = {s["trajectory_id"] for run in exported["runs"] for s in read_jsonl(run / "steps.jsonl")
                if s["outcome"] in ("parse_error", "off_menu", "duplicate")}
-    from_runs = {r["trajectory_id"] for r in rows if r["source"] != "reference"}
-    assert from_runs == valid - unclean
-    assert {r["trajectory_id"] for r in read_jsonl(exported["runs"][2] / "trajectories.jsonl")} <= from_runs
+    # every valid, clean trajectory is a row or counted on one; identical conversations are one row
+    assert sum(r["count"] for r in rows) == len(views) + len(valid - unclean)
+    assert all(r["count"] == len(r["sources"]) for r in rows)
+    conversations = [json.dumps([r["task_id"], r["messages"]]) for r in rows]
+    assert len(conversations) == len(set(conversations))
+    # the reference run plays the reference's conversations: it is counted on their rows, not repeated
+    reference_run = json.loads((exported["runs"][2] / "run.json").read_text())["run_id"]
+    assert all(reference_run in r["sources"] for r in reference)
 
 
 def test_a_preference_pair_is_an_optimal_action_against_the_one_taken(exported: dict[str, Any]) -> None:
@@ -174,3 +179,14 @@ def test_an_export_with_runs_and_answers_carries_the_training_sets_described(
                     [(m["role"], m["content"]) for m in line["messages"]] for line in lines]
     policy_only = export_package(package, tmp_path / "runs-only", runs=[run])
     assert policy_only.training == {} and not (tmp_path / "runs-only" / "training").exists()
+
+
+def test_an_empty_split_is_said_and_the_card_states_the_real_split(exported: dict[str, Any]) -> None:
+    info = exported["info"]
+    empty = [s for s in ("train", "validation", "test") if not info.workflows[s]]
+    assert [w.split(" split is empty")[0].removeprefix("the ") for w in info.warnings] == empty
+    card = (exported["out"] / "README.md").read_text()
+    assert "aiming at 80/10/10" in card and "This set's real split:" in card
+    assert f"sft train {info.counts['sft'].get('train', 0)} rows" in card
+    assert all(w in card for w in info.warnings)
+    assert f"Merged away: sft {info.merged['sft']}" in card

@@ -99,6 +99,15 @@ def test_a_model_on_the_reference_path_scores_like_the_reference(package: Path, 
     assert run_json["settings"] == Settings(model="scripted", protocol="tools").model_dump()
     transcript = json.loads((tmp_path / "agent" / "transcripts.jsonl").read_text().splitlines()[0])
     assert transcript["finish_reasons"][0] == "tool_calls" and transcript["messages"][0]["role"] == "system"
+    # the whole conversation: every reply of the model, each answered by the environment
+    roles = [m["role"] for m in transcript["messages"]]
+    assert roles.count("assistant") == transcript["calls"] == roles.count("tool") and roles[-1] == "tool"
+    # the run audited itself: every message sent to the model checked, nothing verifier-only in them
+    audit = json.loads((tmp_path / "agent" / "audit.json").read_text())
+    assert audit["passed"] and audit["leaks"] == []
+    assert audit["messages_checked"] == sum(
+        sum(m["role"] != "assistant" for m in json.loads(line)["messages"])
+        for line in (tmp_path / "agent" / "transcripts.jsonl").read_text().splitlines())
 
 
 @pytest.mark.parametrize("behaviour, code", [
@@ -344,3 +353,35 @@ def test_voe_run_openai_then_score_and_report_and_a_killed_run_resumes(package: 
     assert str(info["tokens_in"]) in usage_row
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert not [p for p in written if SECRET.encode() in p.read_bytes()]
+
+
+def test_a_run_whose_messages_carry_a_family_name_fails_its_audit(package: Path, _session_graph: Graph,
+                                                                  tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """A package that shows a task's family in its question (a compiler that leaks): every run of it says so in
+    its audit and exits 1, and `voe score` prints the audit line and exits 1; the same run of the package as
+    compiled passes."""
+    leaky = tmp_path / "leaky"
+    shutil.copytree(package, leaky)
+    _, _, answers, _ = load_package(package)
+    lines = (leaky / "tasks.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    family = answers[first["task_id"]].family.value
+    first["question"] += f" (this is a {family} task)"
+    (leaky / "tasks.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+
+    clean = _voe(["run", str(package), "--policy", "random", "--out", str(tmp_path / "clean")], cli_env)
+    assert clean.returncode == 0, clean.stderr
+    assert json.loads((tmp_path / "clean" / "audit.json").read_text())["passed"]
+
+    run = _voe(["run", str(leaky), "--policy", "random", "--out", str(tmp_path / "run")], cli_env)
+    assert run.returncode == 1 and "audit failed" in run.stderr and "family" in run.stderr
+    assert "Traceback" not in run.stderr
+    audit = json.loads((tmp_path / "run" / "audit.json").read_text())
+    assert not audit["passed"] and {x["kind"] for x in audit["leaks"]} == {"family"}
+    assert {x["trajectory_id"].split("/")[-2] for x in audit["leaks"]} == {first["task_id"]}
+    assert family not in (tmp_path / "run" / "audit.json").read_text()  # named by kind and hash only
+
+    score = _voe(["score", str(tmp_path / "run")], cli_env)
+    assert score.returncode == 1 and "audit FAILED: 1 message(s)" in score.stdout, score.stdout + score.stderr
+    ok = _voe(["score", str(tmp_path / "clean")], cli_env)
+    assert ok.returncode == 0 and "audit passed" in ok.stdout, ok.stderr

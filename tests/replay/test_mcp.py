@@ -22,18 +22,22 @@ from voe.jsonl import read_jsonl
 from voe.verifiers.score import score_run
 
 
-async def _play(client: Any, plans: dict[str, list[dict[str, Any]]], seen: list[str]) -> None:
+async def _play(client: Any, plans: dict[str, list[dict[str, Any]]], seen: list[str],
+                only: set[str] | None = None) -> None:
     tools = await client.list_tools()
     seen += [json.dumps(t.model_dump(mode="json")) for t in tools.tools]
     listed = (await client.call_tool("list_tasks", {})).structured_content["tasks"]
     seen.append(json.dumps(listed))
     for task in listed:
+        if only is not None and task["task_id"] not in only:
+            continue
         opened = await client.call_tool("start_task", {"task_id": task["task_id"]})
         assert not opened.is_error, opened.content
         seen.append(json.dumps(opened.structured_content))
         seen.append((await client.read_resource("voe://task")).contents[0].text)
         for move in plans[task["task_id"]]:
-            args = {k: v for k, v in move.items() if k != "action"}
+            # a request's tool parameter is `entry_id` (an entry of the open menu)
+            args = {("entry_id" if k == "evidence_id" else k): v for k, v in move.items() if k != "action"}
             result = await client.call_tool(move["action"], args)
             assert not result.is_error, result.content
             seen.append(json.dumps(result.structured_content))
@@ -118,3 +122,78 @@ def test_the_http_transport_serves_a_client_and_writes_the_run(package: Path, tm
     info = json.loads((out / "run.json").read_text())
     assert info["trajectories"] == 1 and info["policy"] == "mcp:web/2"
     assert [t["task_id"] for t in read_jsonl(out / "trajectories.jsonl")] == [first]
+
+
+def test_a_new_client_session_continues_the_served_run_and_unplayed_tasks_are_counted(
+        package: Path, _session_graph: Graph, tmp_path: Path) -> None:
+    """README's MCP configuration started twice, as a client restarts its servers with each session: the second
+    session continues the first's run; scored between them, the tasks not yet played are counted, not dropped."""
+    from mcp import Client, StdioServerParameters
+    from mcp.types import Implementation
+
+    plans = reference_plans(package)
+    order = list(plans)
+    first, second = set(order[: len(order) // 2]), set(order[len(order) // 2:])
+    out = tmp_path / "run-agent"
+    params = StdioServerParameters(command=sys.executable, args=["-m", "voe.cli", "serve", str(package), "--out",
+                                                                 str(out)],
+                                   env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)})
+    tools: dict[str, Any] = {}
+
+    async def session(tasks: set[str], name: str) -> None:
+        async with Client(params, mode="legacy", client_info=Implementation(name=name, version="1")) as c:
+            tools.update({t.name: t for t in (await c.list_tools()).tools})
+            await _play(c, plans, [], only=tasks)
+            listed = (await c.call_tool("list_tasks", {})).structured_content["tasks"]
+            assert {t["task_id"] for t in listed if t["passes_left"] == 0} >= tasks
+
+    asyncio.run(session(first, "claude-code"))
+    assert json.loads((out / "run.json").read_text())["trajectories"] == len(first)
+    summary, scores = score_run(_session_graph, out)
+    assert summary["unplayed"] == len(second) and summary["trajectories"] == len(order)
+    assert {s.task_id for s in scores if s.label == "unplayed"} == second
+    assert not any(s.valid for s in scores if s.label == "unplayed")
+
+    asyncio.run(session(second, "claude-code"))
+    info = json.loads((out / "run.json").read_text())
+    assert info["trajectories"] == len(order) and info["policy"] == "mcp:claude-code/1"
+    summary, scores = score_run(_session_graph, out)
+    assert summary["unplayed"] == 0 and sorted(s.task_id for s in scores) == sorted(order)
+
+    # what the tools say they take and do
+    request = tools["request_characterization"]
+    schema = request.input_schema
+    assert list(schema["properties"]) == ["entry_id"] and "enum" not in json.dumps(schema)
+    assert "menu" in schema["properties"]["entry_id"]["description"]
+    assert tools["list_tasks"].annotations.read_only_hint is True
+    assert request.annotations.read_only_hint is False and request.annotations.destructive_hint is False
+    assert tools["submit_risk_packet"].annotations.destructive_hint is True
+
+    # --fresh starts over; a run of another kind in --out is not continued
+    proc = subprocess.run([sys.executable, "-m", "voe.cli", "serve", str(package), "--out", str(tmp_path)],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert proc.returncode == 2 and "--fresh replaces it" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_an_id_off_the_open_menu_is_an_off_menu_step_and_the_answer_names_the_entries(
+        package: Path, tmp_path: Path) -> None:
+    from mcp import Client, StdioServerParameters
+
+    task = next(iter(reference_plans(package)))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "voe.cli", "serve", str(package), "--out",
+                                                                 str(tmp_path / "run")],
+                                   env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)})
+
+    async def drive() -> dict[str, Any]:
+        async with Client(params, mode="legacy") as c:
+            opened = (await c.call_tool("start_task", {"task_id": task})).structured_content
+            action = opened["menu"][0]["request_action"]
+            got = await c.call_tool(action, {"entry_id": "E999"})
+            assert not got.is_error
+            return {"menu": opened["menu"], "action": action, **got.structured_content}
+
+    answer = asyncio.run(drive())
+    assert answer["outcome"] == "off_menu" and answer["done"] is False
+    fits = [e["entry_id"] for e in answer["menu"] if e["request_action"] == answer["action"]]
+    assert "'E999' is no entry" in answer["note"] and ", ".join(fits) in answer["note"]
+    assert not (tmp_path / "run").exists()  # no episode ended: nothing written

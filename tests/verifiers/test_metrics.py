@@ -6,10 +6,12 @@ import math
 
 import pytest
 
+from voe.artifacts.clusters import lineage
 from voe.artifacts.package import Action, Family, ReferenceStep, TaskAnswer
 from voe.artifacts.scores import TrajectoryScore, Verdict
 from voe.verifiers.metrics import (
     ZERO_WIDTH,
+    clopper_pearson,
     cluster_bootstrap_ci,
     cluster_ci,
     cluster_se,
@@ -148,14 +150,19 @@ def test_one_cluster_gives_the_point_value() -> None:
     assert "one cluster" in r.cluster_method
 
 
-def test_all_equal_values_give_the_point_value() -> None:
+def test_all_equal_values_give_the_exact_interval_over_clusters_never_a_point() -> None:
+    """n of n (or 0 of n) is not certainty: the headline is Clopper-Pearson over the clusters, each counted once;
+    the bootstrap, which cannot move, stays the point value and says why."""
     r = rate({0: [True] * 6, 1: [True] * 6}, {0: list("aabbcc"), 1: list("aabbcc")})
     assert r.clusters == 3
-    assert r.ci95 == (1.0, 1.0)
+    assert r.ci95 == pytest.approx((0.2924017738, 1.0))  # (0.025)^(1/3): the exact lower bound of 3 of 3
+    assert "clopper_pearson_over_clusters" in r.method
     assert r.ci95_cluster_bootstrap == (1.0, 1.0)
     assert "no variance between clusters" in r.cluster_method
     z = rate({0: [False] * 4}, {0: list("abcd")})
-    assert z.ci95 == (0.0, 0.0) and z.ci95_cluster_bootstrap == (0.0, 0.0)
+    assert z.ci95 == pytest.approx((0.0, 1 - 0.025 ** (1 / 4))) and z.ci95_cluster_bootstrap == (0.0, 0.0)
+    assert clopper_pearson(0, 10) == pytest.approx((0.0, 0.3084971078))
+    assert clopper_pearson(3, 10) == pytest.approx((0.0667395, 0.6524529), abs=1e-6)
 
 
 def test_zero_trajectories_give_finite_intervals() -> None:
@@ -226,6 +233,16 @@ def test_clusters_join_tasks_that_share_a_workflow_or_a_gold_fact() -> None:
     got = clusters_of(tasks)
     assert got["t1"] == got["t2"] == got["t3"] == "wf:a"  # t3's workflow is joined through the shared fact
     assert got["t4"] == "wf:c" and got["t5"] == "wf:d"
+
+
+def test_the_versions_of_one_archive_are_one_cluster_and_one_lineage() -> None:
+    assert lineage("wf:ark:/88434/mds2-2106@1.6.0~a1b2") == lineage("wf:ark:/88434/mds2-2106@1.5.0") \
+        == "wf:ark:/88434/mds2-2106"
+    assert lineage("wf:crate:PASTA@8f93b89") == lineage("wf:crate:PASTA@a9641fd") != lineage("wf:crate:Other@8f93b89")
+    tasks = {"t1": ("wf:ark:/1/r@1.0", ["clean:a"]), "t2": ("wf:ark:/1/r@2.0", ["clean:b"]),
+             "t3": ("wf:ark:/1/s@1.0", ["clean:c"])}
+    got = clusters_of(tasks)
+    assert got["t1"] == got["t2"] == "wf:ark:/1/r@1.0" and got["t3"] == "wf:ark:/1/s@1.0"
 
 
 def test_a_rate_carries_the_rate_of_each_pass_in_pass_order() -> None:

@@ -17,7 +17,7 @@ import pytest
 from tests.verifiers.test_metrics import _score
 from voe.artifacts.scores import TrajectoryScore
 from voe.verifiers.metrics import CODEBOOK, summarize
-from voe.verifiers.report import NO_PLOTS, policy_names, write_report
+from voe.verifiers.report import NO_PLOTS, About, policy_names, write_report
 from voe.verifiers.report_plots import PALETTE, PLOTS, policy_colours
 
 PASSES = 3
@@ -45,8 +45,13 @@ def _summaries() -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report")
-    write_report(_summaries(), out, scores=[s for _, s in _runs()])
+    write_report(_summaries(), out, scores=[s for _, s in _runs()], info=_ABOUT)
     return out
+
+
+# the tasks as a reader knows them; t3 is left out: the report names it by id (its package not at hand)
+_ABOUT = About("9.9.9", "2026-01-02T03:04:05Z", {f"t{t}": (f"Should packet {t} be submitted?", f"workflow {t % 2}")
+                                                 for t in range(3)})
 
 
 def _svg(report: Path, plot: str) -> ET.Element:
@@ -200,17 +205,51 @@ def test_the_per_task_table_rows_are_the_scores(report: Path) -> None:
     tables.feed((report / "report.html").read_text())
     (table,) = tables.sortable
     head, rows = table[0], table[1:]
-    assert head == ["task", "family", "policy", "valid passes", "cost score", "codebook label"]
+    assert head == ["question", "workflow", "policy", "valid passes", "cost score", "codebook label"]
     expected = []
     for name, scores in _runs():
         for task in sorted({s.task_id for s in scores}):
             mine = [s for s in scores if s.task_id == task]
             valid = sum(s.valid for s in mine)
             labels = sorted({s.label for s in mine})
-            expected.append([task, mine[0].family, name, f"{valid}/{PASSES}",
+            question, workflow = _ABOUT.questions.get(task, (task, "-"))
+            expected.append([question, workflow, name, f"{valid}/{PASSES}",
                              f"{sum(s.cost_score for s in mine) / PASSES:.3f}", labels])
-    assert [[*r[:5], sorted(x.split(" \u00d7")[0] for x in r[5].split(", "))] for r in rows] == expected
-    assert "t1" in [r[0] for r in rows if r[2] == "random" and r[3] == "1/3"]
+    key = sorted(expected, key=lambda r: (r[2] != "reference", r[2] != "random", r[1], r[0]))
+    got = [[*r[:5], sorted(x.split(" \u00d7")[0] for x in r[5].split(", "))] for r in rows]
+    assert sorted(map(str, got)) == sorted(map(str, key))
+    assert "Should packet 1 be submitted?" in [r[0] for r in rows if r[2] == "random" and r[3] == "1/3"]
+    # a task's family decides its answer: the per-task table never shows it, and no curator's section by default
+    families = {s.family for _, run in _runs() for s in run}
+    assert not any(c in families for r in rows for c in r)
+    assert "Curator" not in (report / "report.html").read_text()
+
+
+def test_the_report_states_its_package_version_date_and_definitions(report: Path) -> None:
+    for name in ("report.md", "report.html"):
+        text = (report / name).read_text()
+        assert "voe 9.9.9" in text and "written 2026-01-02T03:04:05Z" in text, name
+        assert "Cost score: max(0, valid - 0.5 x regret / horizon)" in text, name
+        assert "Unplayed: a task and pass the run never played" in text, name
+
+
+def test_a_curators_report_adds_each_tasks_family_in_its_own_section(tmp_path: Path) -> None:
+    info = About(_ABOUT.version, _ABOUT.written, _ABOUT.questions, curator=True)
+    write_report(_summaries(), tmp_path, scores=[s for _, s in _runs()], info=info)
+    text = (tmp_path / "report.md").read_text()
+    section = text.split("## Curator's section", 1)[1].split("\n## ", 1)[0]
+    assert "| t1 | Should packet 1 be submitted? | source_integrity |" in section
+    assert "| t3 | t3 | source_integrity |" in section
+
+
+def test_a_family_of_one_task_and_an_all_alike_rate_are_not_shown_as_certain(tmp_path: Path) -> None:
+    scores = [_score("t0", True, family="packet_escalation", cluster="w0"),
+              *[_score(f"t{t}", False, cluster=f"w{t}") for t in range(1, 6)]]
+    write_report([summarize(scores, "p", 1)], tmp_path, scores=[scores], info=_ABOUT)
+    text = (tmp_path / "report.md").read_text()
+    assert "1.000 (one task: no interval)" in text  # packet_escalation: one task
+    line = next(x for x in text.splitlines() if x.startswith("| source_integrity"))
+    assert "0.000 [0.000, 0.522] (5 clusters)" in line  # 0 of 5, exact over 5 clusters
 
 
 def test_a_summary_without_per_pass_rates_takes_them_from_the_scores(tmp_path: Path) -> None:

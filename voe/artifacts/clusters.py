@@ -2,7 +2,8 @@
 can tell from noise (DESIGN §6). Shared by the compiler (the manifest states the smallest detectable difference)
 and the verifiers (clustered intervals, paired comparisons).
 
-Clusters: tasks resting on one gold fact, or of one workflow, are one cluster (connected groups). The smallest
+Clusters: tasks resting on one gold fact, or of one workflow, or of versions of one archive, are one cluster
+(connected groups). The smallest
 detectable difference of a package with n tasks in clusters of sizes n_1..n_G is the half-width of the clustered
 95% interval of the difference of two independent policies at 85% validity, when a cluster's tasks are
 decided alike (within-cluster correlation 1, the conservative bound):
@@ -17,6 +18,7 @@ paired interval (voe.verifiers.metrics.paired) excludes zero.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -30,6 +32,13 @@ def t975(df: int) -> float:
     if df < 1:
         raise ValueError(f"Student-t needs at least 1 degree of freedom, got {df}")
     return float(stats.t.ppf(0.975, df))
+
+
+def lineage(workflow_id: str) -> str:
+    """The workflow with its version taken out: the versions of one archive (a record's releases, an export at
+    successive commits, snapshots kept apart) share items, naming and habits, so they fall in one cluster and one
+    held-out fold (`wf:ark:/88434/mds2-2106@1.6.0~a1b2` and `wf:ark:/88434/mds2-2106@1.5.0` are one lineage)."""
+    return re.sub(r"@[^/#]*", "", workflow_id)
 
 
 def clusters_of(tasks: dict[str, tuple[str, list[str]]]) -> dict[str, str]:
@@ -50,6 +59,7 @@ def clusters_of(tasks: dict[str, tuple[str, list[str]]]) -> dict[str, str]:
 
     for workflow, facts in tasks.values():
         find(workflow)
+        union(workflow, f"\x00line|{lineage(workflow)}")  # the versions of one archive are one cluster
         for f in facts:
             union(workflow, f"\x00fact|{f}")  # a fact sorts before any workflow: never a group's name
     name: dict[str, str] = {}

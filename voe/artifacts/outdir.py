@@ -13,9 +13,13 @@ from voe.errors import InputError, UsageError
 
 RUN_MARKERS = ("run.json", "run.plan.json")  # a finished run, or an agent run interrupted before its run.json
 CRATE_MARKERS = ("ro-crate-metadata.json",)
+# the file that says a folder holds an artifact of each kind: what --force may replace
+ARTIFACT_MARKERS = {"package": ("manifest.json",), "report": ("report.md", "report.html"),
+                    "training set": ("training.json",)}
 
 
-def claim_out(out: Path, *, markers: tuple[str, ...], what: str, force: bool, resume: bool | None = None) -> None:
+def claim_out(out: Path, *, markers: tuple[str, ...], what: str, force: bool, resume: bool | None = None,
+              flag: str = "--force") -> None:
     """Check `out` before any work. Absent or empty: take it. A symbolic link or a file: refused (InputError).
     Holding something: refused (UsageError) unless `resume` (None: the command has no --resume) or `force`; with
     `force` only a folder holding one of `markers`, and never the working, home or root folder (InputError)."""
@@ -26,11 +30,12 @@ def claim_out(out: Path, *, markers: tuple[str, ...], what: str, force: bool, re
     if not out.exists() or not any(out.iterdir()) or resume:
         return
     if not force:
-        hint = "--force replaces it" + ("; --resume continues an interrupted agent run" if resume is not None else "")
+        hint = f"{flag} replaces it" + ("; --resume continues an interrupted agent run"
+                                        if resume is not None and flag == "--force" else "")
         raise UsageError(f"{out} exists and is not empty: {hint}")
     held = not any((out / m).is_file() for m in markers)
     if held or out.resolve() in (Path.cwd().resolve(), Path.home().resolve(), Path(out.resolve().anchor)):
-        raise InputError(f"--force replaces an earlier {what} only (a folder holding {' or '.join(markers)}); this "
+        raise InputError(f"{flag} replaces an earlier {what} only (a folder holding {' or '.join(markers)}); this "
                          "folder is not one", path=str(out))
 
 

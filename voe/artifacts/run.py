@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from voe.artifacts.outdir import fresh_folder, swap_in
+from voe.artifacts.outdir import ARTIFACT_MARKERS, claim_out, fresh_folder, swap_in
 from voe.errors import InputError
 from voe.jsonl import read_jsonl
 from voe.versions import RUN_SCHEMA_VERSION, check, write_schemas
@@ -142,6 +142,17 @@ def staged_folder(out: Path) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     swap_in(tmp, out)
+
+
+@contextmanager
+def written_whole(out: Path, what: str, *, force: bool) -> Iterator[Path]:
+    """The one --out rule of every command that writes a folder, as `voe run` has it: a folder that holds
+    something is refused unless `force`, which replaces only an earlier artifact of the same kind
+    (outdir.ARTIFACT_MARKERS); the new one is written aside and swapped in whole (nothing of the earlier one
+    stays, an interrupt leaves it as it was)."""
+    claim_out(out, markers=ARTIFACT_MARKERS[what], what=what, force=force)
+    with staged_folder(out) as folder:
+        yield folder
 
 
 def read_run_info(run_dir: Path, content_hash: str | None = None) -> RunInfo:

@@ -45,7 +45,7 @@ from voe.ingest.payloads.files import (
     list_entries,
     pointer_of,
 )
-from voe.ingest.rules import ids, media_types
+from voe.ingest.rules import ids, media_types, readmes
 from voe.ingest.rules.evidence import evidence_kind, reference_kind
 from voe.ingest.sources.nerdm.schema import NerdmSchemas, Violation
 from voe.ontology import Label, Rel
@@ -416,6 +416,7 @@ class NerdmBuilder(BuilderCore):
         self.measurement_tables({c.filepath.rsplit("/", 1)[-1]: ids.evidence_id(self.rec_id, c.filepath)
                                  for _, c, _ in parsed if c.kind is Label.DATA_FILE and c.filepath
                                  and "/" not in c.filepath.strip("/")})
+        self._readmes(parsed)
         self._after_evidence(parsed)
 
         # 64 bits of the input hash: plenty to tell two versions of a record apart, and short strings keep
@@ -580,6 +581,25 @@ class NerdmBuilder(BuilderCore):
             posixpath.dirname(c.filepath.rstrip("/")) for _, c, _ in parsed if c.filepath and c.kind is Label.DATA_FILE)
         for i, comp, cid in parsed:
             self._one_evidence(i, comp, cid, direct_files)
+
+    def _readmes(self, parsed: list[tuple[int, NerdmComponent, str]]) -> None:
+        """What a held readme says that the record contradicts (ingest/rules/readmes.py), on the readme at its line."""
+        files = [c.filepath for _, c, _ in parsed if c.filepath and c.kind is Label.DATA_FILE]
+        refs = self.doc.get("references") if isinstance(self.doc.get("references"), list) else []
+        referenced = [str(r.get(k)) for r in refs if isinstance(r, dict) for k in ("@id", "location") if r.get(k)]
+        own = [self.header.ark, self.header.ediid or "", self.header.doi or ""]
+        for _, comp, cid in parsed:
+            info = self._doc_info.get(cid)
+            if not comp.filepath or not readmes.README.search(comp.filepath) or info is None:
+                continue
+            relpath, doc = info
+            lines = [(int(f.extra.get("line") or 0), f.text) for f in doc.facts if f.kind == "line"]
+            local = self._doc_local[cid]
+            for finding in readmes.read(lines, own, referenced, files):
+                fact = next(f for f in doc.facts if f.kind == "line" and int(f.extra.get("line") or 0) == finding.line)
+                self.defect(finding.rule, cid, Label.COMPONENT, f"{relpath}#L{finding.line}",
+                            f"{relpath} line {finding.line}: {finding.detail}", path=relpath,
+                            location=self.fact_location(fact, relpath, local))
 
     def _after_evidence(self, parsed: list[tuple[int, NerdmComponent, str]]) -> None:
         """What a reader of several records adds once a record's evidence is known (a version's changes)."""

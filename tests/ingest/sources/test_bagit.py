@@ -64,3 +64,28 @@ def test_a_bag_with_every_pattern(graph: Graph, tmp_path: Path) -> None:
     assert not rows(graph, "MATCH (f:File {sha256: $s}) RETURN f", s=hashlib.sha256(SECRET).hexdigest())
     [gone] = rows(graph, "MATCH (e:Evidence) WHERE e.title = 'gone.csv' RETURN e.available AS a, e.provenance AS p")
     assert gone == {"a": False, "p": "attested"}
+
+
+def test_the_bags_nerdm_is_a_second_statement_its_manifest_resolves(graph: Graph, tmp_path: Path) -> None:
+    """NIST's NERDm metadata inside the bag declares a stale digest for a file whose payload manifest line agrees
+    with the bytes: a finding on the file that the archive itself resolves (the curator's report says stale)."""
+    import json
+
+    from voe.compiler.audit import audit
+
+    data = b"a,b\n1,2\n"
+    digest = hashlib.sha256(data).hexdigest()
+    stale = {"filepath": "table.csv", "size": len(data), "checksum": {"hash": "9" * 64, "algorithm": {"tag": "sha256"}}}
+    files = _bag({"data/table.csv": data, "manifest-sha256.txt": f"{digest}  data/table.csv\n".encode(),
+                  "metadata/table.csv/nerdm.json": json.dumps(stale).encode()})
+    root = tmp_path / "nerdm-bag"
+    for name, content in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(content)
+    assert ingest_paths([root], graph).errors == []
+    [found] = rows(graph, "MATCH (c)-[:HAS_DEFECT]->(d:Defect) RETURN c.filepath AS c, d.rule AS rule")
+    assert found == {"c": "nerdm-bag/data/table.csv", "rule": "bag.nerdm.sha256"}
+    resolved = graph.query("compiler/resolved_defects")
+    assert {r["how"] for r in resolved} == {"manifest"}  # one row per evidence item on its folder chain
+    [rec] = audit(graph).records
+    assert [f.severity for f in rec.findings] == ["stale"] and "payload manifest" in (rec.findings[0].resolution or "")
