@@ -19,6 +19,7 @@ from voe.cli.app import (
 )
 from voe.errors import UsageError
 from voe.extras import require
+from voe.llm import DEFAULT_MAX_TOKENS
 
 if TYPE_CHECKING:
     from voe.llm import Protocol, ResponseFormat
@@ -73,9 +74,12 @@ class _PolicyOption(click.Option):
                    "is llama.cpp's form).")
 @click.option("--temperature", default=0.0, show_default=True, type=float,
               help="Sampling temperature sent to the model (recorded in run.json).")
-@click.option("--max-tokens", type=click.IntRange(1), help="Longest reply the model may write, in tokens.")
-@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1),
-              help="Trajectories in flight at once (the output does not depend on it).")
+@click.option("--max-tokens", type=click.IntRange(1), default=DEFAULT_MAX_TOKENS, show_default=True,
+              help="Longest reply the model may write, in tokens (bounded: a local model left alone writes until its "
+                   "context is full).")
+@click.option("--concurrency", type=click.IntRange(1),
+              help="Model calls in flight at most (default: 1 for a server on this machine, which serves one request "
+                   "at a time unless started with more slots; 4 otherwise).")
 @click.option("--max-requests", type=click.IntRange(0), help="Stop cleanly after this many API calls (cache hits "
                                                               "are free).")
 @click.option("--max-cost", type=float, help="Stop cleanly once this much (USD, from --prices) is spent.")
@@ -89,7 +93,7 @@ class _PolicyOption(click.Option):
 @click.option("--json", "as_json", is_flag=True, help="Print the run info as JSON.")
 @quiet_option
 def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_url: str | None, protocol: Protocol,
-            response_format: ResponseFormat, temperature: float, max_tokens: int | None, concurrency: int,
+            response_format: ResponseFormat, temperature: float, max_tokens: int | None, concurrency: int | None,
             max_requests: int | None, max_cost: float | None, prices: Path | None, timeout: float, resume: bool,
             force: bool, no_cache: bool, as_json: bool, quiet: bool) -> None:
     """Run a policy over every task of a package through the replay environment.
@@ -116,6 +120,13 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
         from voe.llm import Settings, load_prices
         from voe.replay.agent_run import run_agent
 
+        if concurrency is None:
+            from urllib.parse import urlsplit
+
+            from voe.settings import settings as environment
+
+            host = urlsplit(base_url or environment().openai_base_url or "").hostname
+            concurrency = 1 if host in ("127.0.0.1", "localhost", "::1") else 4
         settings = Settings(model=policy.removeprefix("openai:"), temperature=temperature, max_tokens=max_tokens,
                             seed=seed, protocol=protocol, response_format=response_format)
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from voe.artifacts.package import REQUESTS, TERMINALS, Action, TaskView
 from voe.artifacts.run import StepRecord, TrajectorySummary
 from voe.errors import UsageError
-from voe.llm import ChatClient, LLMError
+from voe.llm import ChatClient, ContextExhausted, LLMError
 from voe.replay.env import ReplayEnv
 
 PROMPT_VERSION = 1
@@ -137,8 +137,10 @@ def observation_text(rec: StepRecord) -> str:
 
 async def episode(client: ChatClient, env: ReplayEnv, view: TaskView, trajectory_id: str, pass_index: int,
                   policy: str, *, use_cache: bool = True) -> tuple[list[StepRecord], TrajectorySummary, Transcript]:
-    """One trajectory of the model through the environment. LLMError and BudgetExhausted propagate: the
-    trajectory is then not finished and is not written (a resumed run plays it again, from the run's cache)."""
+    """One trajectory of the model through the environment. A conversation the endpoint refuses as longer than
+    the model's context ends the trajectory `context_exhausted` (scored as such). LLMError and BudgetExhausted
+    propagate: the trajectory is then not finished and is not written (a resumed run plays it again, from the
+    run's cache)."""
     protocol = client.settings.protocol
     env.reset(view, trajectory_id, policy, pass_index)
     messages: list[dict[str, Any]] = [{"role": "system", "content": system_text(view, protocol)},
@@ -151,6 +153,9 @@ async def episode(client: ChatClient, env: ReplayEnv, view: TaskView, trajectory
         try:
             call = await client.complete(messages, tools=tools, response_format=fmt,
                                          salt=f"{PROMPT_VERSION}|{trajectory_id}|{env.t}", use_cache=use_cache)
+        except ContextExhausted:
+            env.stop("context_exhausted")  # the trajectory's outcome, scored; the run goes on
+            break
         except LLMError as exc:
             if protocol == "tools" and "400" in str(exc) and "tool" in str(exc).lower():
                 raise UsageError(f"{exc}: the server does not seem to support tool calling; try --protocol json")\

@@ -104,6 +104,10 @@ class ReplayEnv:
             return rec, self._end("horizon_exhausted")
         return rec, False
 
+    def stop(self, how: End) -> None:
+        """End the episode from outside the policy's actions (an agent whose context is full)."""
+        self._end(how)
+
     def _end(self, how: End) -> bool:
         self.done = True
         self.summary.end = how

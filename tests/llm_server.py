@@ -267,9 +267,9 @@ class _Handler(BaseHTTPRequestHandler):
 
         path = urlsplit(self.path).path.rstrip("/")
         if self.command == "GET" and path == "/v1/models":
-            self._send_json(200, {"object": "list", "data": [_model(m) for m in owner.models]})
+            self._send_json(200, {"object": "list", "data": [_model(m, owner.model_info) for m in owner.models]})
         elif self.command == "GET" and path.startswith("/v1/models/") and path[len("/v1/models/") :] in owner.models:
-            self._send_json(200, _model(path[len("/v1/models/") :]))
+            self._send_json(200, _model(path[len("/v1/models/") :], owner.model_info))
         elif self.command == "POST" and path == "/v1/chat/completions":
             self._chat(body if parsed else _NOT_JSON)
         else:
@@ -328,8 +328,9 @@ class _Handler(BaseHTTPRequestHandler):
 _NOT_JSON = object()
 
 
-def _model(model_id: str) -> dict[str, Any]:
-    return {"id": model_id, "object": "model", "created": 0, "owned_by": "voe"}
+def _model(model_id: str, info: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    # `info`: what a local server says of the weights it serves (llama.cpp's "meta": file, size, context)
+    return {"id": model_id, "object": "model", "created": 0, "owned_by": "voe", **dict(info or {})}
 
 
 def _reason(status: int) -> str:
@@ -355,9 +356,11 @@ class LocalLLMServer:
         models: Sequence[str] = ("scripted",),
         host: str = "127.0.0.1",
         port: int = 0,
+        model_info: Mapping[str, Any] | None = None,
     ) -> None:
         self.respond = respond
         self.models = tuple(models)
+        self.model_info = model_info
         self.host = host
         self.port = port  # the bound port once started (the requested one, 0 = any free, is kept apart)
         self._requested_port = port

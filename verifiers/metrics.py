@@ -23,6 +23,8 @@ Codebook, one label per trajectory, first that applies:
   over_abstain                                abstained where that class is not accepted
   wrong_class_terminal                        another class the task does not accept
   payload_grounding_error                     accepted class, payload not bound or not grounded
+  context_exhausted                           an agent's conversation outgrew its model's context before a
+                                              terminal (the endpoint refused it as too long)
   unplayed                                    a task and pass the run never played (stopped early, a client that
                                               left): invalid, counted, never dropped
 
@@ -90,7 +92,7 @@ from voe.verifiers.labels import StepLabel
 
 CODEBOOK = ["reference_path", "valid_inefficient_short", "valid_inefficient_extra", "payload_grounding_error",
             "over_abstain", "wrong_class_terminal", "over_submit", "parse_error", "off_menu", "duplicate_loop",
-            "horizon_exhausted", "unplayed"]
+            "horizon_exhausted", "context_exhausted", "unplayed"]
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0

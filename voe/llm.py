@@ -27,12 +27,22 @@ from voe.errors import UsageError, VoeError
 from voe.jsonl import AppendLog
 from voe.settings import settings as environment
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: keyed by the endpoint and what it says of the model
 RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}  # the openai client's switch for a response with retries_taken
 
 
 class LLMError(VoeError):
     """The endpoint failed for good (after retries), or answered something that is not a chat completion."""
+
+
+class ContextExhausted(LLMError):
+    """The endpoint refused the conversation as longer than the model's context: the trajectory ends
+    `context_exhausted` (scored), the run goes on."""
+
+
+# what servers say when a prompt is past the context (OpenAI, vLLM, llama.cpp, llama-cpp-python, Ollama)
+CONTEXT_WORDS = ("context_length_exceeded", "maximum context length", "context length", "context window",
+                 "exceeds the context", "context size", "exceed context", "n_ctx", "too many tokens", "prompt is too long")
 
 
 class BudgetExhausted(VoeError):
@@ -43,12 +53,15 @@ Protocol = Literal["tools", "json"]  # tools: one function per action; json: one
 ResponseFormat = Literal["json_schema", "json_object", "json_object_schema", "none"]  # how JSON is requested
 
 
+DEFAULT_MAX_TOKENS = 2048
+
+
 class Settings(BaseModel):
     """What decides a model's answer besides the conversation: part of the cache key and of run.json."""
 
     model: str
     temperature: float = 0.0
-    max_tokens: int | None = None
+    max_tokens: int | None = DEFAULT_MAX_TOKENS  # bounded: a local model left alone writes until its context is full
     seed: int | None = None
     protocol: Protocol = "tools"
     response_format: ResponseFormat = "json_schema"  # the json protocol only
@@ -109,11 +122,12 @@ def redact(text: str) -> str:
     return text.replace(key, "[redacted]") if key and len(key) >= 4 else text
 
 
-def cache_key(settings: Settings, request: dict[str, Any], salt: str) -> str:
+def cache_key(settings: Settings, request: dict[str, Any], salt: str, endpoint: dict[str, Any] | None = None) -> str:
     """The conversation and everything that shapes the answer; `salt` separates replicate passes (a pass at
-    temperature > 0 is its own sample)."""
-    blob = json.dumps({"v": CACHE_VERSION, "settings": settings.model_dump(), "request": request, "salt": salt},
-                      sort_keys=True, ensure_ascii=False)
+    temperature > 0 is its own sample); `endpoint` is the server and what it says of the model (another server, or
+    other weights under the same alias, is another answer)."""
+    blob = json.dumps({"v": CACHE_VERSION, "settings": settings.model_dump(), "request": request, "salt": salt,
+                       "endpoint": endpoint or {}}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -291,6 +305,25 @@ class ChatClient:
         self._base, self._key, self._timeout, self._concurrency = base, key, timeout, concurrency
         self._async: Any = None  # made inside the event loop that uses it; close() ends it
         self._openai = openai
+        self._endpoint: dict[str, Any] | None = None  # what the server says of the model (endpoint_identity)
+        self.tool_choice = "required"  # "auto" once the server refuses "required" (llama-cpp-python)
+        self._tool_choice_known = False
+        self.retries = 0  # tries beyond the first, every call together (progress says them)
+
+    async def endpoint_identity(self) -> dict[str, Any]:
+        """The endpoint and its description of the model (`GET /models`: id, and for local servers the weights'
+        file, size and context), read once; part of every cache key."""
+        if self._endpoint is None:
+            described: Any = None
+            try:
+                listed = await self._client.get("/models", cast_to=dict, options={"max_retries": 0, "timeout": 10})
+                models = listed.get("data") if isinstance(listed, dict) else None
+                mine = [m for m in models or [] if isinstance(m, dict) and m.get("id") == self.settings.model]
+                described = {k: v for k, v in (mine or [{}])[0].items() if k not in ("created", "object")} or None
+            except Exception:  # noqa: BLE001 - a server without /models is still a server; it is keyed by its URL
+                described = None
+            self._endpoint = {"base_url": self._base or "api.openai.com", "model": described}
+        return self._endpoint
 
     @property
     def _client(self) -> Any:
@@ -330,7 +363,7 @@ class ChatClient:
             req["seed"] = self.settings.seed
         if tools:
             req["tools"] = tools
-            req["tool_choice"] = "required"
+            req["tool_choice"] = self.tool_choice
         if response_format is not None:
             req["response_format"] = response_format
         return req
@@ -339,7 +372,8 @@ class ChatClient:
                        response_format: dict[str, Any] | None = None, salt: str = "",
                        use_cache: bool = True) -> Call:
         req = self._request(messages, tools, response_format)
-        key = cache_key(self.settings, req, salt)
+        key = cache_key(self.settings, {**req, "tool_choice": "required"} if tools else req, salt,
+                        await self.endpoint_identity())
         hit = self.run_cache.get(key)
         if hit is None and use_cache:
             hit = self.cache.get(key)
@@ -370,16 +404,39 @@ class ChatClient:
                     tokens_in=tokens_in, tokens_out=tokens_out, cost=self._cost(tokens_in, tokens_out),
                     attempts=attempts, cached=cached, latency_s=round(latency, 4))
 
-    async def _with_retries(self, req: dict[str, Any]) -> tuple[dict[str, Any], int]:
-        """The answer and how many tries it took (the client retries; an error here is final)."""
+    async def _with_retries(self, req: dict[str, Any], *, retries: bool = True) -> tuple[dict[str, Any], int]:
+        """The answer and how many tries it took (the client retries; an error here is final). The first call
+        with tools is tried once as it is: when a server refuses `tool_choice: "required"` (llama-cpp-python
+        answers 500), the same call is tried once with "auto", and if that is answered the client asks with "auto"
+        from then on, rather than retrying "required" for minutes."""
         openai = self._openai
+        probe = retries and req.get("tool_choice") == "required" and not self._tool_choice_known
         try:
             # the request is plain JSON already: posted as it is, it skips the client's per-call transform of the
             # whole conversation (3-4 ms of CPU a call); the raw response says how many retries it took
-            raw = await self._client.post("/chat/completions", body=req, cast_to=dict,
-                                          options={"headers": RAW_RESPONSE})
+            once = probe or not retries
+            options: dict[str, Any] = {"headers": RAW_RESPONSE, **({"max_retries": 0} if once else {})}
+            raw = await self._client.post("/chat/completions", body=req, cast_to=dict, options=options)
             resp = raw.parse()
+            self._tool_choice_known = self._tool_choice_known or "tools" in req
         except openai.APIStatusError as exc:
+            text = f"{exc.message} {getattr(exc, 'body', '')}".lower()
+            if exc.status_code in (400, 413) and any(w in text for w in CONTEXT_WORDS):
+                raise ContextExhausted(redact(f"the endpoint refused the conversation as too long "
+                                              f"({exc.status_code}: {exc.message})")) from None
+            if probe:
+                self._tool_choice_known = True
+                if "tool" in text or exc.status_code >= 500:
+                    try:
+                        answer = await self._with_retries({**req, "tool_choice": "auto"}, retries=False)
+                    except ContextExhausted:
+                        raise
+                    except LLMError:
+                        pass  # "auto" fails too: not what the server refuses; the call goes on as any other
+                    else:
+                        self.tool_choice = "auto"
+                        return answer
+                return await self._with_retries(req)  # with the client's retries (a rate limit, a restart)
             raise LLMError(redact(f"the endpoint answered {exc.status_code}: {exc.message}")) from None
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
             raise LLMError(redact(f"the endpoint did not answer ({type(exc).__name__}: {exc})")) from None
@@ -388,4 +445,6 @@ class ChatClient:
         if not isinstance(resp, dict) or not isinstance(resp.get("choices"), list):
             raise LLMError(redact(f"the endpoint's answer is not a chat completion: {str(resp)[:200]}"))
         # keys sorted, as the cache stores them: a replayed answer is the same bytes as a live one
-        return json.loads(json.dumps(resp, sort_keys=True)), int(getattr(raw, "retries_taken", 0)) + 1
+        tries = int(getattr(raw, "retries_taken", 0)) + 1
+        self.retries += tries - 1
+        return json.loads(json.dumps(resp, sort_keys=True)), tries

@@ -22,7 +22,7 @@ from tests.llm_server import LocalLLMServer, Reply
 from voe.artifacts.package import TaskAnswer, TaskView, load_package
 from voe.artifacts.run import TrajectorySummary
 from voe.graph import Graph
-from voe.jsonl import AppendLog
+from voe.jsonl import AppendLog, read_jsonl
 from voe.llm import Price, Settings
 from voe.replay.agent import Transcript, task_text
 from voe.replay.agent_run import Part, RunStopped, _load_parts, run_agent
@@ -385,3 +385,60 @@ def test_a_run_whose_messages_carry_a_family_name_fails_its_audit(package: Path,
     assert score.returncode == 1 and "audit FAILED: 1 message(s)" in score.stdout, score.stdout + score.stderr
     ok = _voe(["score", str(tmp_path / "clean")], cli_env)
     assert ok.returncode == 0 and "audit passed" in ok.stdout, ok.stderr
+
+
+LLAMA_CONTEXT = 8192  # tokens, as a small local model's server is started
+
+
+def _llama(tasks: Tasks, slot: threading.Lock) -> Callable[..., Reply]:
+    """A model behind llama-cpp-python as users meet it: one slot (requests wait their turn), an 8k context
+    (longer prompts are refused with its 400), `tool_choice: "required"` refused with a 500; the model pulls
+    every menu item in order, then escalates."""
+    def respond(body: dict[str, Any], index: int) -> Reply:
+        with slot:
+            if body.get("tool_choice") == "required":
+                return Reply.error(500, "Internal Server Error")
+            prompt = sum(len(str(m.get("content") or "")) for m in body["messages"]) + len(json.dumps(body.get("tools")))
+            if prompt // 4 > LLAMA_CONTEXT:
+                return Reply.error(400, f"the request exceeds the available context size ({prompt // 4} tokens), "
+                                        "try increasing it")
+            view, _, t = tasks.of(body)
+            if t < len(view.menu):
+                entry_ = view.menu[t]
+                return Reply.tool(entry_.request_action.value, {"evidence_id": entry_.entry_id})
+            return Reply.tool("abstain_or_escalate", {})
+    return respond
+
+
+@pytest.mark.timeout(600)
+def test_a_local_model_with_an_8k_context_and_one_slot_finishes_every_task_with_the_defaults(
+        package: Path, _session_graph: Graph, tmp_path: Path, cli_env: dict[str, str]) -> None:
+    tasks = Tasks(package)
+    env = {**cli_env, "OPENAI_API_KEY": SECRET, "VOE_CACHE_DIR": str(tmp_path / "cache")}
+    with LocalLLMServer(_llama(tasks, threading.Lock()), models=["local"],
+                        model_info={"meta": {"n_ctx": LLAMA_CONTEXT, "size": 1}}) as first:
+        port = first.port
+        done = _voe(["run", str(package), "--policy", "openai:local", "--base-url", first.base_url, "--out",
+                     str(tmp_path / "run")], env)
+        assert done.returncode == 0, done.stderr
+        calls = first.calls
+    ends = {t["end"] for t in read_jsonl(tmp_path / "run" / "trajectories.jsonl")}
+    trajectories = list(read_jsonl(tmp_path / "run" / "trajectories.jsonl"))
+    assert len(trajectories) == len(tasks.views)  # every task, none lost to the overflows
+    assert "context_exhausted" in ends and "terminal" in ends
+    settings = json.loads((tmp_path / "run" / "run.json").read_text())["settings"]
+    assert settings["max_tokens"] == 2048  # bounded by default
+    summary, scores = score_run(_session_graph, tmp_path / "run")
+    assert summary["codebook"]["context_exhausted"] == sum(t["end"] == "context_exhausted" for t in trajectories)
+    # the first call with tools found "required" refused once and asked with "auto" from then on
+    requests = [r["body"] for r in first.requests if r["body"] and "tools" in r["body"]]
+    assert [b["tool_choice"] for b in requests[:2]] == ["required", "auto"]
+    assert {b["tool_choice"] for b in requests[2:]} == {"auto"}
+
+    # other weights under the same alias, on the same URL: nothing of the first server's is replayed
+    with LocalLLMServer(_llama(tasks, threading.Lock()), models=["local"], port=port,
+                        model_info={"meta": {"n_ctx": LLAMA_CONTEXT, "size": 2}}) as second:
+        again = _voe(["run", str(package), "--policy", "openai:local", "--base-url", second.base_url, "--out",
+                      str(tmp_path / "again")], env)
+        assert again.returncode == 0, again.stderr
+        assert second.calls == calls

@@ -21,7 +21,8 @@ from voe.versions import RUN_SCHEMA_VERSION, check, write_schemas
 Outcome = Literal["revealed", "unavailable", "duplicate", "parse_error", "off_menu", "terminal"]
 
 
-End = Literal["running", "terminal", "horizon_exhausted", "duplicate_loop"]  # running: not ended yet
+# running: not ended yet; context_exhausted: the conversation outgrew the model's context (an agent run)
+End = Literal["running", "terminal", "horizon_exhausted", "duplicate_loop", "context_exhausted"]
 
 
 class StepLine(BaseModel):
