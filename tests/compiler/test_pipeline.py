@@ -398,8 +398,10 @@ def test_score_json_and_report(compiled: dict[str, Any], cli_env: dict[str, str]
     # a fact two workflows rest on joins them (a calibration named in two sheets): clusters <= workflows
     sdd = json.loads((root / "pkg" / "manifest.json").read_text())["counts"]["detectable_difference"]
     assert clustered["clusters"] == sdd["clusters"] <= compiled["summary"].workflows
-    assert tuple(clustered["ci95"]) == (1.0, 1.0) and 0 < sdd["sdd"] < 1 and sdd["discordant_tasks"] >= 2
-    assert clustered["method"].startswith("cluster_robust_t") and "zero width" in clustered["passes_method"]
+    # every task valid: not a certainty but the exact interval of that many clusters, each counted once
+    assert tuple(clustered["ci95"]) == pytest.approx((0.025 ** (1 / clustered["clusters"]), 1.0))
+    assert 0 < sdd["sdd"] < 1 and sdd["discordant_tasks"] >= 2
+    assert clustered["method"].startswith("clopper_pearson_over_clusters") and "zero width" in clustered["passes_method"]
     rnd = out["evidence_grounded_valid"]  # the random policy: tasks of one workflow are not independent
     assert rnd["clusters"] == sdd["clusters"] and rnd["ci95"][0] <= rnd["mean"] <= rnd["ci95"][1]
     no_server = {**cli_env, "NEO4J_URI": "bolt://127.0.0.1:1"}  # the report reads the scores: no Neo4j
