@@ -41,7 +41,7 @@ from voe.compiler.moments import candidate, find_moments, load_catalog, material
 from voe.graph import EdgeRow, Graph, GraphWriter, NodeRow
 from voe.ingest import settle
 from voe.jsonl import dump_models
-from voe.ontology import Label, Rel
+from voe.ontology import Label, Rel, answer_id
 from voe.progress import Progress
 
 COMPILER_VERSION = f"voe-compiler/{__version__}"
@@ -417,7 +417,8 @@ BINDING_CLASSES = ("flag_source_defect", "localize_missing_evidence", "submit_ri
 def _store(graph: Graph, views: list[TaskView], answers: list[TaskAnswer], workflows: dict[str, str],
            package: str, rejected: list[tuple[TaskView, TaskAnswer, list[str]]] | None = None) -> None:
     """Workflows, moments and tasks go into the graph too, so Browser shows what was compiled and the
-    verifiers can run as graph queries (BINDS is verifier-only; policies never read the graph)."""
+    verifiers can run as graph queries. The answers are Answer nodes no relationship reaches (voe.ontology
+    ANSWER): a reviewer who expands nodes in Browser never meets one (policies never read the graph)."""
     nodes: list[NodeRow] = []
     edges: list[EdgeRow] = []
     used = {v.workflow_id for v in views} | {v.workflow_id for v, _, _ in rejected or []}
@@ -426,30 +427,40 @@ def _store(graph: Graph, views: list[TaskView], answers: list[TaskAnswer], workf
     by_task = {a.task_id: a for a in answers}
     for v in views:
         a = by_task[v.task_id]
+        # what a reviewer may expand to: the moment and the task hold nothing of the answer
         nodes.append(NodeRow(a.moment_id, (Label.DECISION_MOMENT,), {
-            "family": a.family.value, "source_facts": a.source_facts, "admitted": True, "package": package}))
+            "admitted": True, "package": package, "caption": "decision moment"}))
         nodes.append(NodeRow(v.task_id, (Label.TASK,), {
-            "family": a.family.value, "package": package, "accepted_classes": [c.value for c in a.accepted_classes],
-            "reference_class": a.reference_class.value, "needed": a.needed, "useful": a.useful, "horizon": v.horizon,
-            "question": v.question, "admitted": True, "decision": a.decision,
-            **{f"must_bind_{cls}": a.must_bind.get(cls, []) for cls in BINDING_CLASSES},
-            **{f"may_bind_{cls}": a.may_bind.get(cls, []) for cls in BINDING_CLASSES},
+            "package": package, "horizon": v.horizon, "question": v.question, "admitted": True,
             "admission": "deterministic filters passed: evidence refs exist, binding on the menu, reference path "
                          "and verifier match the episode, no answer artifact visible, question not ambiguous"}))
+        # the answer: a node no relationship reaches (Browser's expansion follows relationships only); the verifiers
+        # and `voe browse --answers` join it by id
+        nodes.append(NodeRow(answer_id(v.task_id), (Label.ANSWER,), {
+            "task_id": v.task_id, "moment_id": a.moment_id, "package": package, "family": a.family.value,
+            "source_facts": a.source_facts, "accepted_classes": [c.value for c in a.accepted_classes],
+            "reference_class": a.reference_class.value, "needed": a.needed, "useful": a.useful,
+            "binding": a.binding, "decision": a.decision, "caption": "answer",
+            **{f"must_bind_{cls}": a.must_bind.get(cls, []) for cls in BINDING_CLASSES},
+            **{f"may_bind_{cls}": a.may_bind.get(cls, []) for cls in BINDING_CLASSES}}))
         edges += [EdgeRow(Rel.IN_WORKFLOW, a.moment_id, Label.DECISION_MOMENT, v.workflow_id, Label.WORKFLOW),
                   EdgeRow(Rel.IN_WORKFLOW, v.task_id, Label.TASK, v.workflow_id, Label.WORKFLOW),
                   EdgeRow(Rel.DERIVED_FROM, v.task_id, Label.TASK, a.moment_id, Label.DECISION_MOMENT)]
         edges += [EdgeRow(Rel.OFFERS, v.task_id, Label.TASK, e.evidence_id, Label.EVIDENCE, {"entry_id": e.entry_id})
                   for e in v.menu]
-        edges += [EdgeRow(Rel.BINDS, v.task_id, Label.TASK, e, Label.EVIDENCE) for e in a.binding]
     # every admission decision is stored: a rejected candidate stays a DecisionMoment with its reasons
     for v, a, reasons in rejected or []:
         nodes.append(NodeRow(a.moment_id, (Label.DECISION_MOMENT,), {
-            "family": a.family.value, "source_facts": a.source_facts, "admitted": False, "package": package,
-            "rejection": reasons}))
+            "admitted": False, "package": package, "rejection": reasons, "caption": "decision moment"}))
+        nodes.append(NodeRow(answer_id(a.moment_id), (Label.ANSWER,), {
+            "moment_id": a.moment_id, "package": package, "family": a.family.value, "source_facts": a.source_facts,
+            "admitted": False, "caption": "answer"}))
         edges.append(EdgeRow(Rel.IN_WORKFLOW, a.moment_id, Label.DECISION_MOMENT, v.workflow_id, Label.WORKFLOW))
     def work(w: GraphWriter) -> None:
-        w.run("compiler/clear_task_edges", task_ids=[v.task_id for v in views])
+        # an earlier compile's (or an earlier voe's) tasks and moments of these ids lose every property and edge
+        # they had: none of the answer an older graph put on them may stay where a reviewer can expand to it
+        w.run("compiler/clear_task_edges", task_ids=[v.task_id for v in views],
+              moment_ids=sorted({by_task[v.task_id].moment_id for v in views} | {a.moment_id for _, a, _ in rejected or []}))
         w.nodes(nodes)
         w.edges(edges)
 

@@ -7,3 +7,4 @@ CREATE INDEX node_record_id IF NOT EXISTS FOR (n:Node) ON (n.record_id);
 CREATE INDEX defect_kind IF NOT EXISTS FOR (n:Defect) ON (n.kind);
 CREATE INDEX file_sha256 IF NOT EXISTS FOR (n:File) ON (n.sha256);
 CREATE INDEX component_filepath IF NOT EXISTS FOR (n:Component) ON (n.filepath);
+CREATE INDEX answer_task_id IF NOT EXISTS FOR (n:Answer) ON (n.task_id);

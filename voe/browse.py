@@ -102,6 +102,33 @@ def post_connect_cmd(http_port: int) -> str:
     return f"style {base}/{STYLE_PATH}; play {base}/{GUIDE_PATH}"
 
 
+# What the Browser would fetch from other hosts, cut out of its files (a lab reviewing unpublished records offline
+# or behind a firewall must see no request leave the machine; `client.allow_telemetry=false` stops its usage
+# reports but not these): the web fonts its stylesheet imports (the system's fonts stand in), its error reports'
+# address (Sentry with no DSN sends nothing), the feedback widget's script and the analytics hosts of the preview
+# app (pointed at the discard port of this machine, refused at once). tests/voe/test_browser_ui.py counts every
+# request the page makes with the network blocked.
+OFFLINE: tuple[tuple[str, str], ...] = (
+    (r"@import url\(https://fonts\.googleapis\.com/[^)]*\);?", ""),
+    (r"https://[0-9a-f]+@[a-z0-9.]*ingest\.sentry\.io/[0-9]+", ""),
+    (r"https://canny\.io/sdk\.js", "data:text/javascript,"),
+    (r"api\.segment\.io", "127.0.0.1:9"),
+    (r"cdn\.segment\.com", "127.0.0.1:9"),
+)
+
+
+def offline(name: str, data: bytes) -> bytes:
+    """A file of the Browser bundle with OFFLINE's addresses cut out (scripts, styles and pages only)."""
+    import re
+
+    if not name.endswith((".js", ".css", ".html")):
+        return data
+    text = data.decode("utf-8", "surrogateescape")
+    for pattern, replacement in OFFLINE:
+        text = re.sub(pattern, replacement, text)
+    return text.encode("utf-8", "surrogateescape")
+
+
 def browser_bundle(lib: Path, web: Path) -> Path | None:
     """`<web>/neo4j-browser.zip`: the Browser of `lib` with the style and guide added under browser/voe/, which the
     server serves instead of the jar's copy (internal.dbms.web_dir_path). Rebuilt only when its inputs change;
@@ -110,10 +137,12 @@ def browser_bundle(lib: Path, web: Path) -> Path | None:
     import zipfile
 
     jars = sorted(lib.glob("neo4j-browser-*.jar"))
+    # OFFLINE's version is part of the stamp: a change of what is cut out rebuilds the bundle
     if not jars:
         return None
     extra = {f"browser/{STYLE_PATH}": style().encode(), f"browser/{GUIDE_PATH}": guide_html().encode()}
-    stamp = hashlib.sha256(jars[-1].name.encode() + b"".join(extra[k] for k in sorted(extra))).hexdigest()
+    stamp = hashlib.sha256(jars[-1].name.encode() + b"".join(extra[k] for k in sorted(extra))
+                           + repr(OFFLINE).encode()).hexdigest()
     bundle, stamp_file = web / "neo4j-browser.zip", web / "neo4j-browser.stamp"
     if bundle.is_file() and stamp_file.is_file() and stamp_file.read_text() == stamp:
         return bundle
@@ -122,7 +151,7 @@ def browser_bundle(lib: Path, web: Path) -> Path | None:
     with zipfile.ZipFile(jars[-1]) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
         for info in src.infolist():
             if info.filename.startswith("browser/") and info.filename not in extra:
-                dst.writestr(info, src.read(info))
+                dst.writestr(info, offline(info.filename, src.read(info)))
         # the server unpacks the zip entry by entry and makes only the folders that have an entry, parents first
         dst.writestr("browser/voe/", b"")
         for name, data in extra.items():

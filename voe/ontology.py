@@ -33,6 +33,7 @@ class Label(StrEnum):
     WORKFLOW = "Workflow"
     DECISION_MOMENT = "DecisionMoment"
     TASK = "Task"
+    ANSWER = "Answer"  # verifier-only, unlinked: joined by id (ANSWER_PREFIX + task or moment id)
     ANNOTATION = "Annotation"
     JUDGE_VERDICT = "JudgeVerdict"
     CALIBRATION = "Calibration"
@@ -95,6 +96,14 @@ class Ontology:
         raise OntologyViolation(
             f"(:{src_label})-[:{rel}]->(:{dst_label}) is not allowed by ontology/voe.ttl; allowed: {allowed}"
         )
+
+
+ANSWER_PREFIX = "answer:"  # cypher/verifiers/verdict.cypher's callers join an Answer by this id
+
+
+def answer_id(task_or_moment_id: str) -> str:
+    """The id of the verifier-only Answer node of a task (or of a rejected candidate's moment)."""
+    return ANSWER_PREFIX + task_or_moment_id
 
 
 def _local(uri: object) -> str:

@@ -1,6 +1,6 @@
 // Not a query: the three checks of DESIGN §6 for one trajectory, which verify_trajectories (a run the graph holds)
 // and write_trajectories (a run as its batches are written) include by name (voe/queries.py), so that both verify
-// with the same text. In: tr (a Trajectory), t (the Task it attempts), pulled (the ids of the evidence
+// with the same text. In: tr (a Trajectory), t (the Task it attempts), ans (its Answer), pulled (the ids of the evidence
 // it REQUESTED). Out, beside every variable it came with: action_valid, payload_bound, grounded.
 // (1) action valid: the terminal class is one the task accepts;
 // (2) payload bound: every payload id is evidence the trajectory actually requested, the payload names
@@ -15,19 +15,19 @@ WITH *, ended <> [] AS terminal, ended[0] AS action,
      CASE WHEN ended <> [] THEN coalesce(tr.payload, []) ELSE [] END AS payload
 WITH *,
      CASE action
-       WHEN 'flag_source_defect' THEN t.must_bind_flag_source_defect
-       WHEN 'localize_missing_evidence' THEN t.must_bind_localize_missing_evidence
-       WHEN 'submit_risk_packet' THEN t.must_bind_submit_risk_packet
+       WHEN 'flag_source_defect' THEN ans.must_bind_flag_source_defect
+       WHEN 'localize_missing_evidence' THEN ans.must_bind_localize_missing_evidence
+       WHEN 'submit_risk_packet' THEN ans.must_bind_submit_risk_packet
        ELSE [] END AS must,
      CASE action
-       WHEN 'flag_source_defect' THEN t.may_bind_flag_source_defect
-       WHEN 'localize_missing_evidence' THEN t.may_bind_localize_missing_evidence
-       WHEN 'submit_risk_packet' THEN t.may_bind_submit_risk_packet
+       WHEN 'flag_source_defect' THEN ans.may_bind_flag_source_defect
+       WHEN 'localize_missing_evidence' THEN ans.may_bind_localize_missing_evidence
+       WHEN 'submit_risk_packet' THEN ans.may_bind_submit_risk_packet
        ELSE NULL END AS may
 WITH *,
-     terminal AND action IN t.accepted_classes AS action_valid,
+     terminal AND action IN ans.accepted_classes AS action_valid,
      terminal
        AND all(p IN payload WHERE p IN pulled)
        AND all(b IN coalesce(must, []) WHERE b IN payload)
        AND (may IS NULL OR all(p IN payload WHERE p IN may)) AS payload_bound,
-     all(n IN t.needed WHERE n IN pulled) AS grounded
+     all(n IN ans.needed WHERE n IN pulled) AS grounded

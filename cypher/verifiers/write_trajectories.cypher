@@ -32,6 +32,8 @@ CALL (tr, row, evidence) {
   RETURN count(*) AS requested, collect($evidence[k]) AS pulled
 }
 WITH run, tr, t, requested, pulled
+// the answer: a node no relationship reaches, joined by its task id (compiler/package.py _store)
+OPTIONAL MATCH (ans:Answer {task_id: t.id})
 // include: verifiers/verdict
 // a verdict for each trajectory of a task of the run's package, as verify_trajectories gives them
 RETURN count(tr) AS trajectories, sum(requested) AS requested,

@@ -65,8 +65,8 @@ def test_every_named_query_runs_and_shows_what_it_names(_session_graph: Graph, c
 
 
 def test_only_the_answers_query_shows_the_verifiers_side(_session_graph: Graph, compiled: dict[str, str]) -> None:
-    """The review queries a reviewer runs by default draw no Task node (it carries the answer), no BINDS edge and
-    no DecisionMoment; `task_answers` (voe browse TASK_ID --answers) shows them, when asked."""
+    """The review queries a reviewer runs by default draw no Task node, no BINDS edge and no DecisionMoment;
+    `task_answers` (voe browse TASK_ID --answers) shows the answer, when asked."""
     verifier_only = ("accepted_classes", "must_bind", "may_bind", "reference_class", "needed", "useful", "family")
     for name in named_queries():
         if name in ("task_answers", "admission"):
@@ -81,9 +81,40 @@ def test_only_the_answers_query_shows_the_verifiers_side(_session_graph: Graph, 
         assert not [k for k in verifier_only if f'"{k}"' in text], (name, text[:300])
     with _session_graph._driver.session() as s:  # noqa: SLF001
         shown = s.run(f"CYPHER 5 {query_text('task_answers', {'task_id': compiled['task_id']})}").graph()
-    assert [n for n in shown.nodes if "Task" in n.labels][0]["accepted_classes"]
+    assert [n for n in shown.nodes if "Answer" in n.labels][0]["accepted_classes"]
     admission = _run(_session_graph, "admission", {"package": compiled["package"]})
     assert any(r["admitted"] and r["task"] == compiled["task_id"] for r in admission)
+
+
+VERIFIER_ONLY = ("accepted_classes", "must_bind", "may_bind", "reference_class", "needed", "useful", "family",
+                 "binding", "decision", "source_facts")
+
+
+def test_no_expansion_from_a_review_reaches_the_answer(_session_graph: Graph, compiled: dict[str, str]) -> None:
+    """What a reviewer's double-clicks in Browser can draw: every node of every review query, then every neighbour
+    of those, three expansions deep (Browser expands a node to all its neighbours). None is an Answer and none
+    holds a verifier-only property; the Answer exists (the verifiers join it by id)."""
+    with _session_graph._driver.session() as s:  # noqa: SLF001
+        frontier: set[str] = set()
+        for name in named_queries():
+            if name in ("task_answers", "admission"):
+                continue
+            drawn = s.run(f"CYPHER 5 {query_text(name, {p: compiled[p] for p in parameters(name)})}").graph()
+            frontier |= {n.element_id for n in drawn.nodes}
+        seen = set(frontier)
+        for _ in range(3):
+            found = s.run("MATCH (n)--(m) WHERE elementId(n) IN $ids RETURN DISTINCT m",
+                          ids=sorted(frontier)).values()
+            nodes = [row[0] for row in found]
+            frontier = {n.element_id for n in nodes} - seen
+            seen |= frontier
+            for n in nodes:
+                assert "Answer" not in n.labels, dict(n)
+                assert not [k for k in n.keys() if k.startswith(VERIFIER_ONLY)], (list(n.labels), sorted(n.keys()))
+        tasks = s.run("MATCH (t:Task) WHERE elementId(t) IN $ids RETURN count(t) AS n", ids=sorted(seen)).single()
+        answers = s.run("MATCH (a:Answer {task_id: $t}) RETURN count(a) AS n", t=compiled["task_id"]).single()
+    assert tasks["n"] >= 1 and answers["n"] == 1  # the task is reachable, its answer is not
+    assert len(seen) > 20
 
 
 def test_voe_browse_prints_a_browser_url_with_the_query(compiled: dict[str, str], cli_env: dict[str, str]) -> None:

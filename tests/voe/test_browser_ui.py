@@ -1,7 +1,9 @@
 """Neo4j Browser checked as a reviewer sees it (issue 11, issue 34 item 2): the real Browser served by the test's
 Neo4j, in headless Chromium (Debian's `chromium`, driven by Playwright with `executable_path`): `voe browse`'s URL
 opens connected with the query in the editor; the default review views (task_evidence, record_defects, trajectory)
-draw every node's caption whole (the Browser cut none) and nothing of the answer. Screenshots are saved. Outside CI
+draw every node's caption whole (the Browser cut none) and nothing of the answer; double-clicking every drawn node
+and reading every property panel after shows nothing of it either, and with the network blocked the page asks no
+host but this machine for anything. Screenshots are saved. Outside CI
 a missing Chromium or Playwright skips with the reason; under CI=true it fails (.ci/run installs Chromium)."""
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import json
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -75,6 +78,27 @@ def _uncut(drawn: list[str], expected: set[str]) -> None:
     assert drawn and set(drawn) <= expected, (sorted(set(drawn) - expected), sorted(expected))
 
 
+# names of the verifier's properties, as the Browser's property panel would list them
+VERIFIER_ONLY = ("accepted_classes", "must_bind_", "may_bind_", "reference_class", "source_facts", "decision\t",
+                 "family\t", "needed\t", "useful\t", "binding\t")
+
+
+def _expand_and_read(page: Any, most: int = 150) -> str:
+    """Double-click every drawn node (Browser expands it to all its neighbours), then click each node drawn after
+    that and read the page with its property panel open. Returns the text read."""
+    nodes = page.locator("svg g.node")
+    for i in range(min(nodes.count(), 40)):
+        nodes.nth(i).dblclick(force=True, timeout=5000)
+        time.sleep(0.3)
+    time.sleep(2)
+    texts = []
+    for i in range(min(nodes.count(), most)):
+        nodes.nth(i).click(force=True, timeout=5000)
+        time.sleep(0.1)
+        texts.append(page.inner_text("body"))
+    return "\n".join(texts)
+
+
 def _overview(page: object) -> str:
     return str(page.locator("text=Relationship types").first.locator("xpath=../..").inner_text())  # type: ignore[attr-defined]
 
@@ -94,6 +118,18 @@ def test_the_browser_draws_a_task_and_a_record_with_readable_captions(
     trajectories = [json.loads(ln) for ln in (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()]
     trajectory = next(t for t in trajectories if t["task_id"] == task.task_id)["trajectory_id"]
     page = playwright_page
+    # the network is blocked: every request the page makes is counted, and one that leaves the machine fails
+    off: list[str] = []
+
+    def local_only(route: Any) -> None:
+        host = urlsplit(route.request.url).hostname
+        if route.request.url.startswith(("data:", "blob:")) or host in ("127.0.0.1", "localhost"):
+            route.continue_()
+        else:
+            off.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", local_only)  # type: ignore[attr-defined]
     user = graph.settings.user if graph.settings.password else None
     url = browser_url(browser_http(graph.settings.uri), graph.settings.uri,
                       query_text("task_evidence", {"task_id": task.task_id}), user)
@@ -131,6 +167,12 @@ def test_the_browser_draws_a_task_and_a_record_with_readable_captions(
     overview = _overview(page)
     assert "IN_FILE" in overview and "OFFERS" not in overview and "BINDS" not in overview, overview
     assert page.get_by_text("Task (", exact=False).count() == 0  # type: ignore[attr-defined]
+    # a reviewer double-clicks what is drawn (Browser draws every neighbour) and reads each node's properties:
+    # the task comes into view, nothing of its answer does
+    shown_props = _expand_and_read(page)
+    page.screenshot(path=str(shots / "task_evidence_expanded.png"))  # type: ignore[attr-defined]
+    assert "Node properties" in shown_props and "question" in shown_props
+    assert not [k for k in VERIFIER_ONLY if k in shown_props], [k for k in VERIFIER_ONLY if k in shown_props]
 
     expected, rows = _drawn_query(graph, "record_defects", {"ark": "ark:/88434/mds2-4103"})
     _run(page, query_text("record_defects", {"ark": "ark:/88434/mds2-4103"}))
@@ -157,4 +199,7 @@ def test_the_browser_draws_a_task_and_a_record_with_readable_captions(
     assert not answer_words & set(drawn), drawn
     overview = _overview(page)
     assert "REQUESTED" in overview and "BINDS" not in overview and "ATTEMPTS" not in overview, overview
+    shown_props = _expand_and_read(page)
+    assert not [k for k in VERIFIER_ONLY if k in shown_props], [k for k in VERIFIER_ONLY if k in shown_props]
+    assert off == [], off  # no font, error report, feedback or analytics host was asked for anything
     print(f"screenshots: {shots}")
