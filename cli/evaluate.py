@@ -133,7 +133,8 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
         reporter = progress_reporter(quiet)
         bar = reporter.bar("run", 0, "trajectories")
 
-        def progress(done: int, total: int) -> None:
+        def progress(done: int, total: int, retries: int = 0) -> None:
+            bar.note = f"{retries} calls retried (rate limits, timeouts, server errors)" if retries else ""
             bar.update(done, total)
 
         with bar:

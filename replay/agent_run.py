@@ -148,8 +148,10 @@ def run_agent(pkg: Path, model: str, out: Path, *, passes: int = 1, seed: int = 
                 finished.append(part.model_dump_json())
                 done[index] = part
                 if progress is not None:
-                    progress(len(done), len(units))
+                    progress(len(done), len(units), client.retries)
 
+        if progress is not None:
+            progress(len(done), len(units), 0)  # the total at once: a slow first call reads "0/N", not "0/0"
         try:
             await asyncio.gather(*(one(i, p, v) for i, (p, v) in enumerate(units) if i not in done))
         finally:

@@ -47,6 +47,7 @@ class Bar:
     def __init__(self, progress: Progress, label: str, total: int, unit: str) -> None:
         self.progress, self.label, self.total, self.unit = progress, label, total, unit
         self.done = 0
+        self.note = ""  # what else the count should say (an agent run's retries)
         self.started = time.monotonic()
         self.live: Live | None = None
         self._closed = False
@@ -95,10 +96,11 @@ class Bar:
         return f"{n:.0f} B"
 
     def _count(self) -> str:
-        """`3/10 paths`, or for bytes `1.5 MiB/12.0 MiB`."""
+        """`3/10 paths`, or for bytes `1.5 MiB/12.0 MiB`; with the bar's note after it."""
+        note = f", {self.note}" if self.note else ""
         if self.unit == "B":
-            return f"{self._amount(self.done)}/{self._amount(self.total)}"
-        return f"{self.done}/{self.total}" + (f" {self.unit}" if self.unit else "")
+            return f"{self._amount(self.done)}/{self._amount(self.total)}{note}"
+        return f"{self.done}/{self.total}" + (f" {self.unit}" if self.unit else "") + note
 
     def _rate(self) -> str:
         elapsed = max(time.monotonic() - self.started, 1e-9)
