@@ -235,11 +235,13 @@ def score_cmd(run_dir: Path, compare: Path | None, as_json: bool) -> None:
 @cli.command("label")
 @click.argument("package", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--runs", "runs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
-              help="A run of this package: its steps are labelled too (RUN/step_labels.jsonl). Repeatable.")
+              help="A run of this package: its steps are labelled too (OUT/step_labels/RUN.jsonl). Repeatable.")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False),
-              help="Where the state labels go (default PACKAGE/labels). Verifier-only: never give them to a policy.")
+              help="The labels folder, beside the package and runs, never inside them (default PACKAGE-labels next "
+                   "to PACKAGE). Verifier-only: never give it to a policy.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was labelled as JSON.")
-def label_cmd(package: Path, runs: tuple[Path, ...], out: Path | None, as_json: bool) -> None:
+@artifact_force_option("labels")
+def label_cmd(package: Path, runs: tuple[Path, ...], out: Path | None, as_json: bool, force: bool) -> None:
     """Value and sufficiency labels (DESIGN §10) of every state of every task, and of every step of RUNs.
 
     For each state (the items pulled so far): whether some terminal is already valid (sufficient), the fewest
@@ -253,16 +255,17 @@ def label_cmd(package: Path, runs: tuple[Path, ...], out: Path | None, as_json: 
       voe label out/pkg
       voe label out/pkg --runs out/run-random --runs out/run-gpt --json
     """
-    from voe.verifiers.labels import label_package
+    from voe.verifiers.labels import label_package, labels_folder
 
-    info = label_package(package, out, runs)
+    where = out if out is not None else labels_folder(package)
+    with written_whole(where, "labels", force=force) as folder:
+        info = label_package(package, folder, runs)
     if as_json:
         emit_json(info.model_dump())
         return
-    where = out if out is not None else package / "labels"
     click.echo(f"{info.states} states of {info.tasks} tasks labelled in {info.seconds} s -> {where}/states.jsonl")
     for run, n in info.runs.items():
-        click.echo(f"  {n} steps of {run} -> {run}/step_labels.jsonl")
+        click.echo(f"  {n} steps of {run} -> {where}/{info.step_files[run]}")
     if info.not_enumerated:
         click.echo(f"  {len(info.not_enumerated)} task(s) with too many states: labelled on visited states only")
 

@@ -249,13 +249,35 @@ class LabelsInfo(BaseModel):
     tasks: int
     states: int
     not_enumerated: list[str]  # tasks labelled on the visited states only (too many states)
-    runs: dict[str, int]  # run folder -> steps labelled (written to RUN/step_labels.jsonl)
+    runs: dict[str, int]  # run folder -> steps labelled
+    step_files: dict[str, str] = {}  # run folder -> its step labels, a path inside the labels folder
     seconds: float
 
 
+def labels_folder(pkg: Path) -> Path:
+    """Where `voe label PKG` writes by default: beside the package (PKG-labels), never into it or into a run."""
+    return pkg.parent / f"{pkg.name}-labels"
+
+
+def step_files(runs: Sequence[Path]) -> dict[Path, str]:
+    """Each run's step-labels file inside the labels folder: step_labels/<run folder's name>.jsonl (numbered when
+    two runs share a name)."""
+    out: dict[Path, str] = {}
+    taken: set[str] = set()
+    for run in runs:
+        name, k = run.name or "run", 1
+        while name in taken:
+            k += 1
+            name = f"{run.name}-{k}"
+        taken.add(name)
+        out[run] = f"step_labels/{name}.jsonl"
+    return out
+
+
 def label_package(pkg: Path, out: Path | None = None, runs: Sequence[Path] = ()) -> LabelsInfo:
-    """Write the package's state labels to `out` (default PKG/labels: beside answers.jsonl, verifier-only) and
-    each run's step labels to RUN/step_labels.jsonl."""
+    """Write the package's state labels and each run's step labels into `out` (default `labels_folder(pkg)`),
+    beside the package and the runs, not into them: labels are verifier-only, and a package or run folder handed
+    to someone stays what it was."""
     started = time.perf_counter()
     views, _, answers, manifest = load_package(pkg)
     by_task = {v.task_id: TaskLabels(v, answers[v.task_id]) for v in views}
@@ -271,8 +293,9 @@ def label_package(pkg: Path, out: Path | None = None, runs: Sequence[Path] = ())
             rows.extend(step_rows := labels.steps(steps))
             visited[labels.view.task_id] |= {(labels.mask(r.state), r.left) for r in step_rows}
         labelled[run] = rows
-    out = out if out is not None else pkg / "labels"
+    out = out if out is not None else labels_folder(pkg)
     out.mkdir(parents=True, exist_ok=True)
+    files = step_files(list(runs))
     count = 0
     with (out / "states.jsonl").open("w") as fh:
         for v in views:
@@ -281,10 +304,12 @@ def label_package(pkg: Path, out: Path | None = None, runs: Sequence[Path] = ())
                 count += 1
     write_schemas(out, "labels", (("state_label", StateLabel), ("step_label", StepLabel)))
     for run, rows in labelled.items():
-        (run / "step_labels.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in rows))
+        (out / files[run]).parent.mkdir(exist_ok=True)
+        (out / files[run]).write_text("".join(r.model_dump_json() + "\n" for r in rows))
     info = LabelsInfo(package=str(pkg), content_hash=manifest.content_hash, tasks=len(views), states=count,
                       not_enumerated=sorted(t for t, lab in by_task.items() if not lab.enumerated),
                       runs={str(run): len(rows) for run, rows in labelled.items()},
+                      step_files={str(run): files[run] for run in labelled},
                       seconds=round(time.perf_counter() - started, 3))
     (out / "labels.json").write_text(json.dumps(info.model_dump(), indent=2) + "\n")
     return info

@@ -84,8 +84,9 @@ def test_sft_holds_the_reference_and_only_valid_run_trajectories(exported: dict[
         said = [json.loads(m["content"]) for m in row["messages"] if m["role"] == "assistant"]
         assert [s["action"] for s in said] == [step.action.value for step in answers[row["task_id"]].reference]
         assert row["messages"][0]["role"] == "system" and "Question:" in row["messages"][1]["content"]
-    label_package(package, exported["root"] / "labels", exported["runs"])  # writes RUN/step_labels.jsonl
-    valid = {r["trajectory_id"] for run in exported["runs"] for r in read_jsonl(run / "step_labels.jsonl")
+    labelled = label_package(package, exported["root"] / "labels", exported["runs"])  # beside the runs
+    valid = {r["trajectory_id"] for run in exported["runs"]
+             for r in read_jsonl(exported["root"] / "labels" / labelled.step_files[str(run)])
              if r["outcome"] == "terminal" and r["valid"]}
     unclean = {s["trajectory_id"] for run in exported["runs"] for s in read_jsonl(run / "steps.jsonl")
                if s["outcome"] in ("parse_error", "off_menu", "duplicate")}

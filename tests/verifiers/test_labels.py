@@ -155,8 +155,10 @@ def test_labels_predict_what_voe_score_gives_a_policy_that_plays_the_state_and_t
         run_policy(package, f"python:{module}:act", 1, 0, run)
         score_run(_session_graph, run)
         scores = {s["task_id"]: s for s in read_jsonl(run / "scores.jsonl")}
-        label_package(package, tmp_path / f"labels{k}", [run])
-        step_labels = [r for r in read_jsonl(run / "step_labels.jsonl") if r["outcome"] == "terminal"]
+        info = label_package(package, tmp_path / f"labels{k}", [run])
+        step_labels = [r for r in read_jsonl(tmp_path / f"labels{k}" / info.step_files[str(run)])
+                       if r["outcome"] == "terminal"]
+        assert not (run / "step_labels.jsonl").exists()  # the run folder is left as it was
         assert len(step_labels) == len(views)
         for row in step_labels:
             labels, moves = by_task[row["task_id"]], plan[row["task_id"]]

@@ -15,7 +15,7 @@ RUN_MARKERS = ("run.json", "run.plan.json")  # a finished run, or an agent run i
 CRATE_MARKERS = ("ro-crate-metadata.json",)
 # the file that says a folder holds an artifact of each kind: what --force may replace
 ARTIFACT_MARKERS = {"package": ("manifest.json",), "report": ("report.md", "report.html"),
-                    "training set": ("training.json",)}
+                    "training set": ("training.json",), "labels": ("labels.json",)}
 
 
 def claim_out(out: Path, *, markers: tuple[str, ...], what: str, force: bool, resume: bool | None = None,
