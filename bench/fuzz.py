@@ -368,7 +368,17 @@ def xlsx_mutation(rng: random.Random, data: bytes, others: list[bytes]) -> tuple
         return byte_mutation(rng, data, others)
     sheets = [n for n in members if n.startswith("xl/worksheets/sheet")]
     op = rng.choice(["member", "member", "far_cell", "merge", "string_index", "drop", "cells", "values",
-                     "cell_attributes"])
+                     "cell_attributes", "many_strings"])
+    if op == "many_strings":  # issue 44: a string table longer than the cells that may use it (5 million strings)
+        name = next((n for n in members if "sharedStrings" in n), None)
+        if name is not None:
+            members[name] = (b'<?xml version="1.0"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/'
+                             b'main">' + b"<si><t>x</t></si>" * 5_000_000 + b"</sst>")
+            out = io.BytesIO()
+            with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+                for n, body in members.items():
+                    z.writestr(n, body)
+            return out.getvalue(), op
     if op == "member" or not sheets:
         weights = [5 if n in sheets else 3 if "sharedStrings" in n else 1 for n in members]
         name = rng.choices(list(members), weights)[0]
@@ -450,7 +460,22 @@ PDF_OPS = [b"q", b"Q", b"BT", b"ET", b"1 0 0 1 10 10 cm", b"/F1 12 Tf", b"(text)
 
 def pdf_mutation(rng: random.Random, data: bytes, others: list[bytes]) -> tuple[bytes, str]:
     streams = _streams(data)
-    op = rng.choice(["bytes", "bytes", "content", "content", "bomb", "numbers", "pages"])
+    op = rng.choice(["bytes", "bytes", "content", "content", "bomb", "numbers", "pages", "width_range", "cmap_range"])
+    if op == "width_range":  # issue 44: one CID width range of 2^31 (pdfminer expands it entry by entry)
+        found = re.search(rb"/W\s*\[", data[: 16 << 20])
+        if found:
+            return data[: found.end()] + b"0 2147483647 500 " + data[found.end():], op
+    if op == "cmap_range":  # issue 44: a ToUnicode bfrange over a whole 3-byte code space
+        for a, b in streams:
+            try:
+                content, compressed = zlib.decompressobj().decompress(data[a:b], 16 << 20), True
+            except zlib.error:
+                content, compressed = data[a:b], False
+            found = re.search(rb"beginbfrange\s*<[0-9A-Fa-f]+>\s*<[0-9A-Fa-f]+>", content)
+            if found:
+                new = content[: found.start()] + b"beginbfrange <000000> <FFFFFF>" + content[found.end():]
+                body = zlib.compress(new) if compressed else new
+                return data[:a] + body + data[b:], op
     if op == "content" and streams:
         a, b = rng.choice(streams)
         try:

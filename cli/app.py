@@ -16,6 +16,7 @@ import click
 
 from voe import __version__
 from voe.errors import VoeError
+from voe.terminal import safe
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,7 +40,7 @@ def echo_errors(report: Any) -> None:
     """An ingest report's problems on stderr, each with its path and pointer."""
     for err in report.errors:
         where = err.path + (f"#{err.pointer}" if err.pointer else "")
-        click.echo(f"error: {where}: {err.message}", err=True)
+        click.echo(safe(f"error: {where}: {err.message}"), err=True)
 
 
 def claim_out(out: Path, *, force: bool, resume: bool | None = None, flag: str = "--force") -> None:
@@ -109,10 +110,11 @@ def main() -> None:
         click.echo("aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:
+        exc.message = safe(exc.message)  # it may quote a path or value as given
         exc.show()
         sys.exit(2)
     except VoeError as exc:
-        click.echo(f"voe: error: {exc}", err=True)
+        click.echo(f"voe: error: {safe(exc)}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)

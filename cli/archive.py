@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from voe.cli.app import cli, echo_errors, emit_json, progress_reporter, quiet_option
+from voe.terminal import safe
 
 
 @cli.command()
@@ -119,12 +120,12 @@ def fetch(record: str, into: Path, include: tuple[str, ...], max_bytes: int | No
     else:
         ok = sum(1 for f in report.files if f.status in ("ok", "exists", "unverified"))
         unverified = f" ({len(report.unverified)} unverified)" if report.unverified else ""
-        click.echo(f"{report.record}: {ok} of {len(report.files)} files in place{unverified}, {report.bytes} B "
-                   f"downloaded in {report.seconds} s -> {report.into}")
-        for f in report.unverified:
-            click.echo(f"unverified: {f.filepath}: {f.note}", err=True)
+        click.echo(safe(f"{report.record}: {ok} of {len(report.files)} files in place{unverified}, {report.bytes} B "
+                        f"downloaded in {report.seconds} s -> {report.into}"))
+        for f in report.unverified:  # a record's file paths are the archive's text: never a terminal's escape
+            click.echo(safe(f"unverified: {f.filepath}: {f.note}"), err=True)
         for f in report.failed:
-            click.echo(f"failed: {f.filepath}: {f.error}", err=True)
+            click.echo(safe(f"failed: {f.filepath}: {f.error}"), err=True)
     sys.exit(1 if report.failed else 0)
 
 
@@ -170,8 +171,8 @@ def audit_cmd(paths: tuple[Path, ...], out: Path, as_json: bool, quiet: bool) ->
         click.echo(result.model_dump_json(indent=2))
     else:
         for r in result.records:
-            click.echo(f"{r.ark} {r.version or '-'}: " + (", ".join(f"{s} {n}" for s, n in r.counts.items())
-                                                         or "nothing found"))
+            click.echo(safe(f"{r.ark} {r.version or '-'}: " + (", ".join(f"{s} {n}" for s, n in r.counts.items())
+                                                              or "nothing found")))
         click.echo(f"wrote {', '.join(str(p) for k, p in files.items() if k != 'schema')}")
     if failed:
         sys.exit(2)

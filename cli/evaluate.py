@@ -49,6 +49,16 @@ class _PolicyOption(click.Option):
         return super().get_help_record(ctx)
 
 
+def _size(value: str, param: click.Parameter) -> int:
+    """A size as the budgets write them (2GiB, 512M, 1073741824)."""
+    from voe.ingest.payloads.limits import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"{value!r} is not a size (e.g. 2GiB, 512MiB): {exc}", param=param) from None
+
+
 @cli.command("run")
 @click.argument("package", type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--policy", cls=_PolicyOption, required=True, callback=_check_policy,
@@ -87,6 +97,12 @@ class _PolicyOption(click.Option):
               help='Price table JSON {model: {"input_per_mtok": USD, "output_per_mtok": USD}} (or VOE_PRICES).')
 @click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per API call.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted agent run in --out where it stopped.")
+@click.option("--step-timeout", default=60.0, show_default=True, type=click.FloatRange(0, min_open=True),
+              help="python: policies: seconds one step's answer may take; past it the trajectory ends "
+                   "policy_timeout (scored) and a new process plays the next.")
+@click.option("--policy-memory", default="2GiB", show_default=True, callback=lambda c, p, v: _size(v, p),
+              help="python: policies: the address space of the policy's process; past it (or past its CPU or "
+                   "answer-size limit) the trajectory ends policy_budget.")
 @force_option
 @click.option("--no-cache", "no_cache", is_flag=True,
               help="Do not reuse answers from the shared response cache (VOE_CACHE_DIR/llm).")
@@ -95,7 +111,7 @@ class _PolicyOption(click.Option):
 def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_url: str | None, protocol: Protocol,
             response_format: ResponseFormat, temperature: float, max_tokens: int | None, concurrency: int | None,
             max_requests: int | None, max_cost: float | None, prices: Path | None, timeout: float, resume: bool,
-            force: bool, no_cache: bool, as_json: bool, quiet: bool) -> None:
+            step_timeout: float, policy_memory: int, force: bool, no_cache: bool, as_json: bool, quiet: bool) -> None:
     """Run a policy over every task of a package through the replay environment.
 
     One JSON line per step (steps.jsonl), one per observation a request returned (observations.jsonl)
@@ -144,9 +160,11 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
                              timeout=timeout, progress=progress)
     else:
         from voe.replay.runner import run_policy
+        from voe.replay.sealed import PolicyLimits
 
+        limits = PolicyLimits(step_timeout=step_timeout, memory=policy_memory)
         with progress_reporter(quiet).bar("run", 0, "trajectories") as bar:
-            info = run_policy(package, policy, passes, seed, out, progress=bar.update)
+            info = run_policy(package, policy, passes, seed, out, progress=bar.update, limits=limits)
     if as_json:
         emit_json(info.model_dump(exclude_none=True))
     else:

@@ -108,13 +108,17 @@ def compile_package(graph: Graph, out: Path, admission: Admission, annotator: An
     audit = Audit(annotator, judge)
     if judge is not None:
         progress.say(f"calibrating the judge {judge.model}")
-        audit.calibration, _ = judge.calibrate()
+        audit.calibration, verdicts = judge.calibrate()
         _store_calibration(graph, audit.calibration)
         if not audit.calibration.passed:
+            # a judge that could not be asked is not a judge that answered wrong: say which it was
+            failed = sorted({v.error for k, v in verdicts.items() if v.error and k in audit.calibration.misclassified})
             raise CalibrationFailed(
                 f"the judge {judge.model} misclassified {len(audit.calibration.misclassified)} of "
                 f"{audit.calibration.cases} calibration cases (tolerance {CALIBRATION_TOLERANCE:.0%}): "
-                + ", ".join(audit.calibration.misclassified) + "; it is not used and nothing was compiled")
+                + ", ".join(audit.calibration.misclassified) + "; it is not used and nothing was compiled"
+                + (f" ({failed[0]}" + (f", and {len(failed) - 1} other errors" if len(failed) > 1 else "") + ")"
+                   if failed else ""))
     cat = load_catalog(graph)
     refused: dict[str, str] = {}
     moments = find_moments(graph, cat, admission, caps, refused=refused)

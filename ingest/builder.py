@@ -31,7 +31,6 @@ from voe.graph import (
     storable,
     storable_key,
 )
-from voe.ingest.payloads.documents import parse_file
 from voe.ingest.payloads.files import (
     SPECIAL_NAMES,
     LocalBytes,
@@ -441,7 +440,12 @@ class BuilderCore:
         """Parse a held file by content; one SourceLocation per fact (IN_FILE the file), defects on `subject`."""
         if self.on_document is not None:
             self.on_document(relpath)
-        parsed = self._ahead.take(path, relpath) if self._ahead is not None else parse_file(path, relpath)
+        if self._ahead is None:  # a file outside a parsing-ahead block: a worker of its own, under the same limits
+            with self._parsing_ahead([relpath]):
+                assert self._ahead is not None
+                parsed = self._ahead.take(path, relpath, local)
+        else:
+            parsed = self._ahead.take(path, relpath, local)
         if parsed is None:
             return
         if parsed.pages:

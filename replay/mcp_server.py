@@ -16,7 +16,9 @@ it) continues that run. run.json names the first client (`policy` is `mcp:NAME/V
 client that played is in `settings.clients`).
 
 The answers file is never read: the package is loaded and its verifier-only answers dropped at once, so no tool
-or resource can reach them. Calls of one session may arrive concurrently; a lock keeps each step whole.
+or resource can reach them. Calls of one session may arrive concurrently; a lock keeps each step whole. An open
+episode belongs to the session that started it: another client's session (over HTTP any local program may
+connect) can neither act on it nor start another while it is open; it is told whose it is.
 """
 
 import asyncio
@@ -59,6 +61,7 @@ class ServedRun:
         self.content_hash = manifest.content_hash
         self.env = ReplayEnv(evidence)
         self.current: TaskView | None = None
+        self.owner: object | None = None  # the session that opened the current episode
         self.played: Counter[str] = Counter()
         self.steps: list[StepRecord] = []
         self.summaries: list[TrajectorySummary] = []
@@ -117,7 +120,13 @@ class ServedRun:
         return [{"task_id": t, "workflow_title": self.views[t].workflow_title, "question": self.views[t].question,
                  "passes_left": self.passes - self.played[t]} for t in self.order]
 
-    def start(self, task_id: str) -> dict[str, Any]:
+    def _not_yours(self, session: object | None) -> bool:
+        return session is not None and self.owner is not None and session is not self.owner
+
+    def start(self, task_id: str, session: object | None = None) -> dict[str, Any]:
+        if self.current is not None and self._not_yours(session):
+            raise UsageError(f"task {self.current.task_id} is open in another client's session; only that session "
+                             "may act on it or end it")
         if self.current is not None:
             raise UsageError(f"task {self.current.task_id} is still open: end it with a terminal action first")
         view = self.views.get(task_id)
@@ -127,13 +136,16 @@ class ServedRun:
             raise UsageError(f"task {task_id} was played {self.passes} time(s), all its passes (voe serve --passes)")
         pass_index = self.played[task_id]
         self.env.reset(view, f"{self.run_id}/{task_id}/{pass_index}", self.policy, pass_index)
-        self.current = view
+        self.current, self.owner = view, session
         return {"task_id": task_id, "pass": pass_index, "task": task_text(view),
                 "menu": [e.model_dump(mode="json") for e in view.menu]}
 
-    def act(self, action: dict[str, Any]) -> dict[str, Any]:
+    def act(self, action: dict[str, Any], session: object | None = None) -> dict[str, Any]:
         if self.current is None:
             raise UsageError("no task is open: call start_task first")
+        if self._not_yours(session):
+            raise UsageError(f"task {self.current.task_id} is open in another client's session; only that session "
+                             "may act on it or end it")
         rec, done = self.env.step(action)
         self.steps.append(rec)
         answer: dict[str, Any] = {"t": rec.t, **json.loads(observation_text(rec)), "done": done}
@@ -143,7 +155,7 @@ class ServedRun:
             summary = self.env.summary.model_copy(deep=True)
             self.summaries.append(summary)
             self.played[self.current.task_id] += 1
-            self.current = None
+            self.current, self.owner = None, None
             answer["end"] = summary.end
             self.write()
         return answer
@@ -164,6 +176,16 @@ class ServedRun:
             write_run_schemas(folder)
             write_audit(folder, self.pkg)
         return info
+
+
+ANONYMOUS = object()  # requests that carry no client session (a stateless request without its handshake)
+
+
+def _session_of(ctx: Any) -> object:
+    """Who is asking: the client's session, as one object for every request of it (the handshake's parameters the
+    SDK keeps per connection; ServerSession itself is made anew for each request)."""
+    params = ctx.session.client_params
+    return params if params is not None else ANONYMOUS
 
 
 def build_server(run: ServedRun) -> Any:
@@ -188,7 +210,7 @@ def build_server(run: ServedRun) -> Any:
         who(ctx)
         async with run.lock:
             try:
-                return run.act(action)
+                return run.act(action, _session_of(ctx))
             except UsageError as exc:  # the client's mistake: told to it, no traceback in the server's log
                 raise ToolError(str(exc)) from None
 
@@ -210,7 +232,7 @@ def build_server(run: ServedRun) -> Any:
         who(ctx)
         async with run.lock:
             try:
-                return run.start(task_id)
+                return run.start(task_id, _session_of(ctx))
             except UsageError as exc:
                 raise ToolError(str(exc)) from None
 

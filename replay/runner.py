@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 import random
 import sys
@@ -24,7 +25,9 @@ from voe.replay.env import ReplayEnv
 from voe.replay.policies import NO_ANSWER
 from voe.replay.registry import Policy, get
 from voe.replay.run_audit import write_audit
-from voe.replay.sealed import SealedPolicy, episode_seed
+from voe.replay.sealed import PolicyLimits, PolicyOverrun, SealedPolicy, episode_seed
+
+log = logging.getLogger("voe.replay")
 
 UserPolicy = Callable[[TaskView, list[dict[str, Any]], random.Random], Any]
 
@@ -55,14 +58,15 @@ def python_policy(spec: str) -> Policy:
 
 
 def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy_fn: Policy | None = None,
-               progress: Callable[[int, int], None] | None = None) -> RunInfo:
+               progress: Callable[[int, int], None] | None = None, limits: PolicyLimits | None = None) -> RunInfo:
     """Run `policy` (a baseline name; or any name with `policy_fn`, e.g. an agent or a scripted test policy).
-    A `python:MODULE:FUNCTION` policy runs sealed in its own process (replay/sealed.py). `progress`
-    (trajectories done, trajectories) is called as the run goes."""
+    A `python:MODULE:FUNCTION` policy runs sealed in its own process (replay/sealed.py) under `limits`; a step past
+    one ends its trajectory `policy_timeout` or `policy_budget` and the run goes on. `progress` (trajectories
+    done, trajectories) is called as the run goes."""
     views, evidence, answers, manifest = load_package(pkg)
     sealed: SealedPolicy | None = None
     if policy_fn is None and policy.startswith("python:"):
-        sealed = SealedPolicy(policy.removeprefix("python:"), pkg)
+        sealed = SealedPolicy(policy.removeprefix("python:"), pkg, limits)
     elif policy_fn is None:
         policy_fn = get(policy).act  # a UsageError naming the choices for an unknown name
     try:
@@ -92,7 +96,12 @@ def _run(pkg: Path, policy: str, passes: int, seed: int, out: Path, views: list[
                 done = False
                 while not done:
                     if sealed is not None:
-                        action = sealed.act(view, NO_ANSWER, history, rng, episode=tid, seed=episode)
+                        try:
+                            action = sealed.act(view, NO_ANSWER, history, rng, episode=tid, seed=episode)
+                        except PolicyOverrun as exc:
+                            log.warning("%s: %s", tid, exc)
+                            env.stop(exc.end)  # the trajectory's outcome, scored; a new child plays the next
+                            break
                     else:
                         assert act is not None
                         # The answer is passed to every policy function, but only `reference` reads it.
@@ -106,7 +115,8 @@ def _run(pkg: Path, policy: str, passes: int, seed: int, out: Path, views: list[
     (out / "trajectories.jsonl").write_text("".join(json.dumps(s.model_dump(), sort_keys=True) + "\n" for s in summaries))
     info = RunInfo(run_id=run_id, policy=policy, passes=passes, seed=seed, package=str(pkg.resolve()),
                    content_hash=content_hash, tasks=len(views), trajectories=len(summaries),
-                   seconds=round(time.perf_counter() - started, 3), sealing=sealed.sealing if sealed else None)
+                   seconds=round(time.perf_counter() - started, 3), sealing=sealed.sealing if sealed else None,
+                   limits=sealed.limits.model_dump() if sealed else None)
     (out / "run.json").write_text(json.dumps(info.model_dump(), indent=2, sort_keys=True) + "\n")
     write_run_schemas(out)
     write_audit(out, pkg)

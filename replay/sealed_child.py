@@ -5,14 +5,18 @@ history arrive on stdin, and only what a policy may see is in them.
     {"episode": "<trajectory id>", "seed": <int>, "task": {...TaskView...}, "history": [...]}  ->  {"action": ...}
 
 A new episode id starts a new `random.Random(seed)` that the function gets on every step of that episode, as
-the in-process runner does. An exception in the function is answered as {"error": "<type>: <message>"}.
+the in-process runner does. An exception in the function is answered as {"error": "<type>: <message>"}; an
+action past the answer's caps (argv: bytes, nesting) or a MemoryError (the address-space limit the parent set) as
+{"budget": "<what>"}, which the parent records as the trajectory's `policy_budget`.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
 import random
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,11 +42,17 @@ def _only_voe_by_its_name() -> None:
 
 def main(argv: list[str]) -> int:
     spec = argv[0] if argv else ""
+    most = int(argv[1]) if len(argv) > 1 else 1 << 20
+    depth = int(argv[2]) if len(argv) > 2 else 64
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), depth + 200))
     module_name, _, attr = spec.partition(":")
     from voe.artifacts.package import TaskView  # the policy-visible model, nothing verifier-only
 
     _only_voe_by_its_name()
 
+    # the CPU limit's SIGXCPU ends the process: in a PID namespace it is the namespace's first process, which the
+    # kernel spares from signals it has no handler for
+    signal.signal(signal.SIGXCPU, lambda *_: os._exit(128 + signal.SIGXCPU))
     out = sys.stdout
     sys.stdout = sys.stderr  # a policy's print() must not corrupt the protocol
     try:
@@ -64,11 +74,16 @@ def main(argv: list[str]) -> int:
             task = TaskView.model_validate(msg["task"])
         try:
             action = fn(task, msg.get("history", []), rng)
-            reply = {"action": _jsonable(action)}
-            json.dumps(reply)
+            text = json.dumps({"action": _jsonable(action)})
+            if len(text) > most:
+                text = json.dumps({"budget": f"answered {len(text)} bytes in one step (at most {most})"})
+        except MemoryError:
+            text = json.dumps({"budget": "passed its memory limit (--policy-memory)"})
+        except RecursionError:
+            text = json.dumps({"budget": f"answered JSON nested deeper than {depth} levels"})
         except Exception as exc:  # noqa: BLE001 - the parent records it as the policy's failure
-            reply = {"error": f"{type(exc).__name__}: {exc}"}
-        out.write(json.dumps(reply) + "\n")
+            text = json.dumps({"error": f"{type(exc).__name__}: {str(exc)[:500]}"})
+        out.write(text + "\n")
         out.flush()
     return 0
 

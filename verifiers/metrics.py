@@ -25,6 +25,8 @@ Codebook, one label per trajectory, first that applies:
   payload_grounding_error                     accepted class, payload not bound or not grounded
   context_exhausted                           an agent's conversation outgrew its model's context before a
                                               terminal (the endpoint refused it as too long)
+  policy_timeout, policy_budget               a sealed python: policy passed its step deadline (--step-timeout), or its
+                                              memory, CPU or answer-size limit, before a terminal
   unplayed                                    a task and pass the run never played (stopped early, a client that
                                               left): invalid, counted, never dropped
 
@@ -92,7 +94,7 @@ from voe.verifiers.labels import StepLabel
 
 CODEBOOK = ["reference_path", "valid_inefficient_short", "valid_inefficient_extra", "payload_grounding_error",
             "over_abstain", "wrong_class_terminal", "over_submit", "parse_error", "off_menu", "duplicate_loop",
-            "horizon_exhausted", "context_exhausted", "unplayed"]
+            "horizon_exhausted", "context_exhausted", "policy_timeout", "policy_budget", "unplayed"]
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
@@ -252,8 +254,8 @@ def score_trajectory(tr: dict[str, Any], verdict: Verdict, answer: TaskAnswer, h
     lost = regret(requested, useful)
     terminal = tr["terminal_class"]
     over_submit = terminal == Action.SUBMIT_RISK_PACKET and answer.reference_class != Action.SUBMIT_RISK_PACKET
-    if tr["end"] == "duplicate_loop":
-        label = "duplicate_loop"
+    if tr["end"] in ("duplicate_loop", "policy_timeout", "policy_budget"):
+        label = tr["end"]
     elif terminal is None:
         plumbing = tr["plumbing"]
         label = "parse_error" if plumbing.get("parse_error") else "off_menu" if plumbing.get("off_menu") else tr["end"]

@@ -162,7 +162,7 @@ def task_rows(names: list[str], scores: list[list[TrajectoryScore]],
         for task, ts in sorted(tasks.items(), key=lambda kv: (questions.get(kv[0], (kv[0], ""))[::-1], kv[0])):
             valid = sum(s.valid for s in ts)
             labels = Counter(s.label for s in ts).most_common()
-            question, workflow = questions.get(task, (task, "-"))
+            question, workflow = questions.get(task, (task, ""))
             rows.append([question, workflow, _swatch(name, colours[name]),
                          Cell(f"{valid}/{len(ts)}", key=valid / len(ts)),
                          f"{sum(s.cost_score for s in ts) / len(ts):.3f}",

@@ -17,12 +17,15 @@ import sqlite3
 import threading
 import time
 import typing
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from voe.config import LOOPBACK
+from voe.endpoint import ReplyTooLarge, capped_client, problem, scrubbed, too_large
 from voe.errors import UsageError, VoeError
 from voe.jsonl import AppendLog
 from voe.settings import settings as environment
@@ -54,6 +57,7 @@ ResponseFormat = Literal["json_schema", "json_object", "json_object_schema", "no
 
 
 DEFAULT_MAX_TOKENS = 2048
+BACKOFF_ALLOWANCE_S = 10.0  # what the client's retries may sleep between tries, on top of --timeout a try
 
 
 class Settings(BaseModel):
@@ -116,10 +120,24 @@ def load_prices(path: Path | None) -> dict[str, Price]:
             from exc
 
 
-def redact(text: str) -> str:
+def redact(text: str, *keys: str) -> str:
+    """`text` without the API key (OPENAI_API_KEY, and any key given) in it."""
     secret = environment().openai_api_key
-    key = secret.get_secret_value() if secret else None
-    return text.replace(key, "[redacted]") if key and len(key) >= 4 else text
+    for key in {secret.get_secret_value() if secret else "", *keys}:
+        if key and len(key) >= 8:
+            text = text.replace(key, "[redacted]")
+    return text
+
+
+def _server_of(base_url: str | None) -> str:
+    """The endpoint as the cache knows it: a server on this machine without its port (a local server restarted on
+    another port serves the same weights, and what it says of them keys the cache); any other by its whole URL."""
+    if not base_url:
+        return "api.openai.com"
+    parts = urllib.parse.urlsplit(base_url)
+    if parts.hostname in LOOPBACK:
+        return urllib.parse.urlunsplit((parts.scheme, "local", parts.path.rstrip("/"), "", ""))
+    return base_url.rstrip("/")
 
 
 def cache_key(settings: Settings, request: dict[str, Any], salt: str, endpoint: dict[str, Any] | None = None) -> str:
@@ -322,20 +340,21 @@ class ChatClient:
                 described = {k: v for k, v in (mine or [{}])[0].items() if k not in ("created", "object")} or None
             except Exception:  # noqa: BLE001 - a server without /models is still a server; it is keyed by its URL
                 described = None
-            self._endpoint = {"base_url": self._base or "api.openai.com", "model": described}
+            self._endpoint = {"base_url": _server_of(self._base), "model": described}
         return self._endpoint
 
     @property
     def _client(self) -> Any:
         if self._async is None:
-            openai, http = self._openai, None
+            openai = self._openai
+            limits = openai.DEFAULT_CONNECTION_LIMITS
             if self._concurrency is not None:
                 # a kept-alive connection for every call in flight: past the default pool's 100, each call
                 # would open (and for a real API, TLS-handshake) a connection of its own
-                default = openai.DEFAULT_CONNECTION_LIMITS
-                limits = type(default)(max_connections=max(self._concurrency, default.max_connections or 0),
-                                       max_keepalive_connections=max(1, self._concurrency))
-                http = openai.DefaultAsyncHttpxClient(limits=limits)
+                limits = type(limits)(max_connections=max(self._concurrency, limits.max_connections or 0),
+                                      max_keepalive_connections=max(1, self._concurrency))
+            # every reply body is refused past voe.endpoint.MAX_REPLY_BYTES as it arrives (voe/endpoint.py)
+            http = capped_client(openai, limits)
             self._async = openai.AsyncOpenAI(base_url=self._base, api_key=self._key, max_retries=self.max_attempts - 1,
                                              timeout=self._timeout, http_client=http)
         return self._async
@@ -372,13 +391,18 @@ class ChatClient:
                        response_format: dict[str, Any] | None = None, salt: str = "",
                        use_cache: bool = True) -> Call:
         req = self._request(messages, tools, response_format)
-        key = cache_key(self.settings, {**req, "tool_choice": "required"} if tools else req, salt,
-                        await self.endpoint_identity())
+        asked = {**req, "tool_choice": "required"} if tools else req
+        # the run's own record answers this run's conversations whatever server it resumes against; the shared
+        # cache is keyed by the endpoint too (another server, or other weights under one alias, answers anew)
+        key = cache_key(self.settings, asked, salt)
+        shared = cache_key(self.settings, asked, salt, await self.endpoint_identity())
         hit = self.run_cache.get(key)
         if hit is None and use_cache:
-            hit = self.cache.get(key)
-            if hit is not None:
+            hit = self.cache.get(shared)
+            if hit is not None and problem(hit) is None:
                 self.run_cache.put(key, hit)
+        if hit is not None and problem(hit) is not None:
+            hit = None  # an entry of an older voe that would not be accepted now: asked again
         if hit is not None:
             return self._call(req, hit, cached=True, attempts=0, latency=0.0)
         async with self.budget.lock:
@@ -392,7 +416,7 @@ class ChatClient:
             async with self.budget.lock:
                 self.budget.cost += call.cost
         self.run_cache.put(key, response)
-        self.cache.put(key, response)  # a --no-cache run does not read the shared cache, but feeds it
+        self.cache.put(shared, response)  # a --no-cache run does not read the shared cache, but feeds it
         return call
 
     def _call(self, req: dict[str, Any], response: dict[str, Any], *, cached: bool, attempts: int,
@@ -403,6 +427,25 @@ class ChatClient:
         return Call(request=req, response=response, finish_reason=choices[0].get("finish_reason"),
                     tokens_in=tokens_in, tokens_out=tokens_out, cost=self._cost(tokens_in, tokens_out),
                     attempts=attempts, cached=cached, latency_s=round(latency, 4))
+
+    async def _refuses_required(self, req: dict[str, Any], said: bool) -> tuple[dict[str, Any], int] | None:
+        """After the first tools call failed: the answer with "auto" if the server refuses "required" (it says so,
+        or "auto" is answered where "required" fails a second time), else None. Three quick tries at most."""
+        try:
+            answer, tries = await self._with_retries({**req, "tool_choice": "auto"}, retries=False)
+        except ContextExhausted:
+            raise
+        except LLMError:
+            return None  # "auto" fails too: not what the server refuses
+        if not said:
+            try:  # a passing server error answers "required" now: keep it
+                return await self._with_retries(req, retries=False)
+            except ContextExhausted:
+                raise
+            except LLMError:
+                pass
+        self.tool_choice = "auto"
+        return answer, tries
 
     async def _with_retries(self, req: dict[str, Any], *, retries: bool = True) -> tuple[dict[str, Any], int]:
         """The answer and how many tries it took (the client retries; an error here is final). The first call
@@ -416,7 +459,11 @@ class ChatClient:
             # whole conversation (3-4 ms of CPU a call); the raw response says how many retries it took
             once = probe or not retries
             options: dict[str, Any] = {"headers": RAW_RESPONSE, **({"max_retries": 0} if once else {})}
-            raw = await self._client.post("/chat/completions", body=req, cast_to=dict, options=options)
+            tries = 1 if once else self.max_attempts
+            # the whole call, a body dripped a byte at a time included: httpx's timeout is per read
+            raw = await asyncio.wait_for(
+                self._client.post("/chat/completions", body=req, cast_to=dict, options=options),
+                self._timeout * tries + BACKOFF_ALLOWANCE_S * (tries - 1))
             resp = raw.parse()
             self._tool_choice_known = self._tool_choice_known or "tools" in req
         except openai.APIStatusError as exc:
@@ -427,24 +474,35 @@ class ChatClient:
             if probe:
                 self._tool_choice_known = True
                 if "tool" in text or exc.status_code >= 500:
-                    try:
-                        answer = await self._with_retries({**req, "tool_choice": "auto"}, retries=False)
-                    except ContextExhausted:
-                        raise
-                    except LLMError:
-                        pass  # "auto" fails too: not what the server refuses; the call goes on as any other
-                    else:
-                        self.tool_choice = "auto"
-                        return answer
-                return await self._with_retries(req)  # with the client's retries (a rate limit, a restart)
+                    auto = await self._refuses_required(req, said="tool" in text)
+                    if auto is not None:
+                        return auto
+                # as any call, with the client's retries (a rate limit, a restart); the probe was one try
+                response, tries = await self._with_retries(req)
+                self.retries += 1
+                return response, tries + 1
             raise LLMError(redact(f"the endpoint answered {exc.status_code}: {exc.message}")) from None
+        except TimeoutError:
+            raise LLMError(f"the endpoint did not finish its answer within {self._timeout:g} s a try (--timeout)") \
+                from None
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-            raise LLMError(redact(f"the endpoint did not answer ({type(exc).__name__}: {exc})")) from None
+            if (big := too_large(exc)) is not None:
+                raise LLMError(str(big)) from None
+            raise LLMError(redact(f"the endpoint did not answer ({type(exc).__name__}: {exc})", self._key)) from None
+        except ReplyTooLarge as exc:
+            raise LLMError(str(exc)) from None
+        except RecursionError:
+            raise LLMError("the endpoint's answer is not a chat completion voe can read (nested too deeply)") from None
         except (openai.OpenAIError, ValueError) as exc:
-            raise LLMError(redact(f"the endpoint's answer is not a chat completion ({exc})")) from None
-        if not isinstance(resp, dict) or not isinstance(resp.get("choices"), list):
-            raise LLMError(redact(f"the endpoint's answer is not a chat completion: {str(resp)[:200]}"))
-        # keys sorted, as the cache stores them: a replayed answer is the same bytes as a live one
+            raise LLMError(redact(f"the endpoint's answer is not a chat completion ({exc})", self._key)) from None
+        if (why := problem(resp)) is not None:
+            raise LLMError(redact(f"the endpoint's answer is not a chat completion voe can read ({why})", self._key))
         tries = int(getattr(raw, "retries_taken", 0)) + 1
         self.retries += tries - 1
-        return json.loads(json.dumps(resp, sort_keys=True)), tries
+        # keys sorted, as the cache stores them (a replayed answer is the same bytes as a live one); a secret the
+        # server echoed (the Authorization header) is replaced before the answer is kept anywhere
+        return scrubbed(resp, self._secrets()), tries
+
+    def _secrets(self) -> list[str]:
+        secret = environment().openai_api_key
+        return [k for k in {self._key, secret.get_secret_value() if secret else ""} if k]

@@ -8,6 +8,7 @@ server never touches a user's data.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -238,6 +239,8 @@ class LocalNeo4j:
         java = find_java()
         self._log(f"Java {java.version} ({java.source}: {java.path})")
         lib = self.resolve()
+        self.home.mkdir(parents=True, exist_ok=True)
+        _private(self.home)  # an older voe's instance too: the store and logs hold the graph's text
         conf = self._write_conf()
         self._initial_password(java.path, lib, conf)
         cmd = [
@@ -246,12 +249,13 @@ class LocalNeo4j:
             f"--home-dir={self.home}", f"--config-dir={conf}", "--console-mode",
         ]
         self._log(f"starting Neo4j {self.version} ({self.instance}) on {self.bolt_uri} ...")
-        with open(self.log_file, "ab") as log:
+        with os.fdopen(os.open(self.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log:
             proc = subprocess.Popen(
                 cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                cwd=self.home,
+                cwd=self.home, preexec_fn=_owner_only,  # noqa: PLW1509 - the umask of what Neo4j creates
             )
         self.pid_file.write_text(str(proc.pid))
+        self.pid_file.chmod(0o600)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -301,7 +305,8 @@ class LocalNeo4j:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write("".join('"' + a.replace("\\", "\\\\").replace('"', '\\"') + '"\n' for a in args))
-            done = subprocess.run([java, f"@{argfile}"], env=env, capture_output=True, text=True, check=False)
+            done = subprocess.run([java, f"@{argfile}"], env=env, capture_output=True, text=True, check=False,
+                                  preexec_fn=_owner_only)  # noqa: PLW1509 - the umask of the store it creates
         finally:
             argfile.unlink(missing_ok=True)
         if done.returncode != 0:
@@ -355,3 +360,26 @@ class LocalNeo4j:
             return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
         except FileNotFoundError:
             return "(no log)"
+
+
+def _owner_only() -> None:
+    """Between fork and exec of Neo4j: what it creates (store files, logs) is its owner's alone."""
+    os.umask(0o077)
+
+
+def _private(home: Path) -> None:
+    """`home` and everything in it readable by its owner only (folders 0700, files 0600): the store holds the
+    graph's text and the logs the queries' parameters."""
+    for parent in (home.parent, home):
+        with contextlib.suppress(OSError):
+            parent.chmod(0o700)
+    for root, dirs, files in os.walk(home):
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                (Path(root) / name).chmod(0o700)
+        for name in files:
+            path = Path(root) / name
+            with contextlib.suppress(OSError):
+                if not path.is_symlink():
+                    path.chmod(0o700 if path.stat().st_mode & 0o100 else 0o600)
+

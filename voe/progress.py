@@ -17,6 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as Live
 
+from voe.terminal import safe
+
 HEARTBEAT_S = 30.0
 
 
@@ -31,6 +33,7 @@ class Progress:
     def say(self, message: str) -> None:
         if not self.enabled:
             return
+        message = safe(message)  # names of folders, files and records are echoed: never a terminal's escape
         if self._bar is not None and self._bar.live is not None:
             # through the live display's console: the message lands above the bar, which redraws below it
             self._bar.live.console.print(message, markup=False, highlight=False, soft_wrap=True)

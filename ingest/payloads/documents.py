@@ -46,6 +46,12 @@ def parse_file(path: Path, relpath: str) -> Parsed | None:
     try:
         with _WarningsLogged(relpath):
             parsed = _dispatch(path, fmt)
+    except MemoryError:  # the worker's address-space limit (ingest/payloads/parse_ahead.py): the same defect
+        parsed = Parsed(format=fmt, role=Role.METADATA)
+        parsed.defects.append(FileDefect(
+            "parse.os_limit", f"the {fmt} parser passed the memory limit of "
+                              f"{budgets.parse_memory.human_readable()} (VOE_LIMIT_PARSE_MEMORY) and was stopped; no fact "
+                              "of the file is located"))
     except BudgetExceeded as exc:  # a parser that let its signal through: the budget still holds
         parsed = Parsed(format=fmt, role=Role.METADATA)
         parsed.defects.append(FileDefect("parse.budget", f"{relpath}: the {fmt} parser stopped: {exc}"))

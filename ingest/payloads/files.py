@@ -23,6 +23,7 @@ class LocalBytes:
     path: Path
     sha256: str
     size: int
+    inode: tuple[int, int] | None = None  # (device, inode) of the file hashed: a parse must be of that same file
 
 
 def hash_file(path: Path, *, follow_symlinks: bool = False) -> LocalBytes:
@@ -39,7 +40,8 @@ def hash_file(path: Path, *, follow_symlinks: bool = False) -> LocalBytes:
             raise NotRegularFile(path, "symlink") from exc
         raise
     with os.fdopen(fd, "rb") as fh:
-        kind = entry_kind(os.fstat(fd).st_mode)
+        st = os.fstat(fd)
+        kind = entry_kind(st.st_mode)
         if kind != "file":
             raise NotRegularFile(path, kind)
         h = hashlib.sha256()
@@ -47,7 +49,7 @@ def hash_file(path: Path, *, follow_symlinks: bool = False) -> LocalBytes:
         while chunk := fh.read(CHUNK):
             h.update(chunk)
             size += len(chunk)
-    return LocalBytes(path, h.hexdigest(), size)
+    return LocalBytes(path, h.hexdigest(), size, (st.st_dev, st.st_ino))
 
 
 class NotRegularFile(OSError):

@@ -25,6 +25,9 @@ of 1000), and a bare `K`, `M` or `G` as before (powers of 1024); counts accept `
 | `FIELD_LENGTH` | 32,768 | characters of one fact's text (a cell, field, line, element) | the text is cut to it |
 | `JSONLD_BYTES` | 64 MiB | bytes of one JSON-LD file `voe import-package` reads | the crate is refused as input |
 | `JSONLD_VALUES` | 2,000,000 | JSON values (objects, arrays, strings, numbers) in one such file | the crate is refused |
+| `PARSE_MEMORY` | 1 GiB | address space a parser worker may add to what it had when forked (9) | the worker is stopped |
+| `PARSE_CPU_SECONDS` | 30 | CPU seconds parsing one file (SIGXCPU) (9) | the worker is stopped |
+| `PARSE_WALL_SECONDS` | 45 | seconds a worker may spend on one file (9) | the worker is killed |
 
 1. XLSX members are streamed (shared strings with expat, sheets with lxml): nothing of them is held beyond what the
    other budgets keep, so this bounds time, not memory. Workbook parts openpyxl reads whole (workbook, styles,
@@ -46,6 +49,17 @@ of 1000), and a bare `K`, `M` or `G` as before (powers of 1024); counts accept `
    counts its G/M/X/... words; an NC line is read up to `FIELD_LENGTH` characters.
 7. Each `<` that does not close a tag: elements, comments, processing instructions. Real AM Bench documents hold
    a few hundred.
+9. Limits the operating system enforces on the worker process that parses the file (ingest/payloads/parse_ahead.py;
+   every held file is parsed in one, never in the ingest's process), for what the budgets above cannot count: what
+   a library allocates or computes per range, string or copy. Past one, the worker is stopped, the file gets a
+   `parse_budget_exceeded` defect naming the limit and no facts, that worker alone is replaced and the ingest goes
+   on. Where a library's own structure can be bounded first it is: a PDF CMap range is cut to 65,536 codes and a
+   font's width range to the CIDs that exist before pdfminer expands them (a `corrupt_file` defect), a workbook's
+   shared strings stop at `CELLS_PER_WORKBOOK`. A parse (or a limit's verdict, the wall clock's excepted) is cached
+   by the file's sha256, its path, the budgets and the parsers' code (VOE_CACHE_DIR/parsed), so a re-ingest pays
+   for no file twice. Measured with tests/ingest/payloads/hostile.py on the 2-core machine: a 24-bit CMap range
+   0.2 s, a 2^31 width range 0.1 s, 44.7 million shared strings 11 s at 4 million; the three with a good record
+   and amb2025-template in one `voe ingest` about 13 s and under 1.2 GiB.
 8. The value of `ingest.sources.nerdm.build.MAX_JSON_DEPTH`, which the NERDm reader enforces; defined here so the two can
    become one.
 
@@ -103,6 +117,16 @@ Size = Annotated[ByteSize, BeforeValidator(_size), Gt(0)]
 Count = Annotated[int, BeforeValidator(_count), Gt(0)]
 
 
+def parse_size(text: str) -> int:
+    """A size written as the budgets are (`2GiB`, `64MB`, a bare `512M` in MiB, a number of bytes); ValueError else."""
+    from pydantic import TypeAdapter
+
+    try:
+        return int(TypeAdapter(Size).validate_python(text))
+    except ValidationError as exc:
+        raise ValueError(exc.errors()[0]["msg"]) from None
+
+
 class Budgets(BaseSettings):
     """Ceilings on the work one file may cost (the table in this module's docstring); `Budgets()` reads every
     `VOE_LIMIT_<NAME>` set in the environment (pydantic-settings), an empty one counting as unset."""
@@ -125,6 +149,10 @@ class Budgets(BaseSettings):
     field_length: Count = 32_768
     jsonld_bytes: Size = ByteSize(64 << 20)
     jsonld_values: Count = 2_000_000
+    # the operating system's limits on the worker that parses a file (ingest/payloads/parse_ahead.py)
+    parse_memory: Size = ByteSize(1 << 30)
+    parse_cpu_seconds: Count = 30
+    parse_wall_seconds: Count = 45
 
     @classmethod
     def from_env(cls) -> Budgets:

@@ -105,6 +105,12 @@ File contents (issue 3 parsers; the subject is the file's Component):
   before it are kept and the detail names the budget and what was cut ("stopped after 200000 facts (budget
   facts_per_file); lines after L40213 are not located", "a string of 400000000 characters is truncated to 32768").
 
+- `parse_budget_exceeded` (rule `parse.os_limit`): the worker parsing the file passed an operating-system limit
+  (`VOE_LIMIT_PARSE_MEMORY`, `_CPU_SECONDS`, `_WALL_SECONDS`; ingest/payloads/parse_ahead.py) and was stopped; the
+  file is held and hashed, none of its facts located.
+- `changed_during_ingest` (rule `file.changed`): the file at a payload's path was swapped (for a link, another
+  file) or rewritten between its hash and its parse; nothing of it is parsed.
+
 A payload the record lists but we do not hold is a status of the component (`held: false`), not a defect.
 
 Stated as facts (`STATED_AS_FACTS`): what a parser found in a held file's bytes (the file-content rules
@@ -162,6 +168,8 @@ class DefectKind(StrEnum):
     STEP_HEADER_MISSING = "step_header_missing"
     UNPARSEABLE_FILE = "unparseable_file"
     RESOURCE_LIMIT = "resource_limit"
+    PARSE_BUDGET_EXCEEDED = "parse_budget_exceeded"
+    CHANGED_DURING_INGEST = "changed_during_ingest"
     VALUE_NOT_STORABLE = "value_not_storable"
     NOT_A_REGULAR_FILE = "not_a_regular_file"
     ENTITY_PATH_MISMATCH = "entity_path_mismatch"
@@ -201,6 +209,8 @@ RULES: dict[str, DefectKind] = {
     "step.header": DefectKind.STEP_HEADER_MISSING,
     "file.parse": DefectKind.UNPARSEABLE_FILE,
     "parse.budget": DefectKind.RESOURCE_LIMIT,
+    "parse.os_limit": DefectKind.PARSE_BUDGET_EXCEEDED,
+    "file.changed": DefectKind.CHANGED_DURING_INGEST,
     "graph.value": DefectKind.VALUE_NOT_STORABLE,
     "file.special": DefectKind.NOT_A_REGULAR_FILE,
     "crate.file.misnamed": DefectKind.ENTITY_PATH_MISMATCH,
@@ -295,6 +305,11 @@ GOLDS: dict[DefectKind, Gold] = {
     DefectKind.UNPARSEABLE_FILE: Gold(Decision.UNDECIDED, "One of our parsers failed: a fact about our tools, not about "
                                       "the archive."),
     DefectKind.RESOURCE_LIMIT: Gold(Decision.UNDECIDED, "Our parser stopped at a budget: a fact about our tools."),
+    DefectKind.PARSE_BUDGET_EXCEEDED: Gold(Decision.UNDECIDED, "The operating system stopped our parser at a memory, "
+                                           "CPU or time limit: a fact about our tools and the file's cost, not about "
+                                           "what the archive states."),
+    DefectKind.CHANGED_DURING_INGEST: Gold(Decision.UNDECIDED, "The local copy changed while we read it: a fact about "
+                                           "this machine's folder, not about the archive."),
     DefectKind.VALUE_NOT_STORABLE: Gold(Decision.UNDECIDED, "A value our graph store cannot hold as it is: a fact about "
                                         "the store (the value is kept as text)."),
     DefectKind.NOT_A_REGULAR_FILE: Gold(Decision.FLAG, "Where a payload should be, the archive holds a link or a "

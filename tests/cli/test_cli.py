@@ -112,6 +112,22 @@ def test_a_path_error_prints_the_error_and_no_summary(tmp_path: Path, cli_env: d
     assert proc.stdout == ""  # no all-zero summary that would read as a finished ingest
 
 
+
+def test_names_from_the_input_are_printed_with_their_control_characters_escaped(tmp_path: Path,
+                                                                               cli_env: dict[str, str]) -> None:
+    folder = tmp_path / "rec\x1b]0;owned\x07\x1b[2J"  # a folder name that retitles the terminal and clears it
+    folder.mkdir()
+    (folder / "data\x1b[31m.csv").write_text("a,b\n1,2\n")
+    proc = subprocess.run([sys.executable, "-m", "voe.cli", "ingest", str(folder)], capture_output=True, text=True,
+                          env=cli_env)
+    missing = subprocess.run([sys.executable, "-m", "voe.cli", "ingest", str(tmp_path / "gone\x1b[2J")],
+                             capture_output=True, text=True, env=cli_env)
+    assert proc.returncode == 0 and missing.returncode == 2, proc.stderr + missing.stderr
+    for out in (proc.stdout, proc.stderr, missing.stderr):
+        assert "\x1b" not in out and "\x07" not in out
+    assert "rec\\x1b]0;owned\\x07" in proc.stderr and "gone\\x1b[2J" in missing.stderr
+
+
 # a command that needs an extra the install lacks: the install line, exit 2, nothing written (the modules are hidden
 # from the child interpreter as a base install lacks them: sys.modules[name] = None makes their import fail)
 HIDE = "import sys\nfor m in {mods!r}: sys.modules[m] = None\nfrom voe.cli.app import main\nsys.argv = {argv!r}\nmain()\n"

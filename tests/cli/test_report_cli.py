@@ -39,8 +39,22 @@ def test_voe_report_writes_the_per_task_table_from_the_runs_scores(tmp_path: Pat
     page = (tmp_path / "report" / "report.html").read_text()
     table = page.split("class=sortable", 1)[1]
     assert table.count("<tr>") == 1 + 2 * 3  # the header, then one row per task and run
-    assert "<td>t1</td><td>source_integrity</td><td>" in table and "<td class=num data-v=0.5>1/2</td>" in table
+    # a task by its question where its package is at hand (here it is not: by its id); never by its family
+    assert "<td>t1</td><td></td><td>" in table and "<td class=num data-v=0.5>1/2</td>" in table
+    assert "source_integrity" not in table
     assert table.count("<td class=num data-v=1>2/2</td>") == 3 and table.count("data-v=0>0/2</td>") == 2
     assert "## Paired difference" in (tmp_path / "report" / "report.md").read_text()
     for plot in ("validity", "by_family", "codebook"):
         assert (tmp_path / "report" / f"{plot}.svg").is_file()
+
+
+def test_voe_report_curator_adds_the_families_in_their_own_section(tmp_path: Path) -> None:
+    run = _scored_run(tmp_path / "run", "reference", [_score(f"t{t}", True, cluster=f"w{t}") for t in range(2)])
+    result = CliRunner().invoke(cli, ["report", str(run), "--out", str(tmp_path / "report"), "--curator"])
+    assert result.exit_code == 0, result.output
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "## Curator's section" in md and "| t1 | t1 | source_integrity |" in md
+    again = CliRunner().invoke(cli, ["report", str(run), "--out", str(tmp_path / "report")])
+    assert again.exit_code != 0 and "--force replaces it" in str(again.exception)  # one --out rule
+    forced = CliRunner().invoke(cli, ["report", str(run), "--out", str(tmp_path / "report"), "--force"])
+    assert forced.exit_code == 0 and "Curator" not in (tmp_path / "report" / "report.md").read_text()

@@ -197,3 +197,94 @@ def test_an_id_off_the_open_menu_is_an_off_menu_step_and_the_answer_names_the_en
     fits = [e["entry_id"] for e in answer["menu"] if e["request_action"] == answer["action"]]
     assert "'E999' is no entry" in answer["note"] and ", ".join(fits) in answer["note"]
     assert not (tmp_path / "run").exists()  # no episode ended: nothing written
+
+
+def _served(package: Path, out: Path) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-m", "voe.cli", "serve", str(package), "--out", str(out),
+                             "--transport", "http", "--port", "0"], stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    said = []
+    match = None
+    while match is None and len(said) < 5:  # a resumed run says so first
+        said.append(proc.stderr.readline())
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", said[-1])
+    assert match, said
+    return proc, match.group(0)
+
+
+def test_two_clients_cannot_touch_each_others_episode_and_their_run_is_scored(
+        package: Path, _session_graph: Graph, tmp_path: Path) -> None:
+    from mcp import Client
+    from mcp.types import Implementation
+
+    order = list(reference_plans(package))
+    out = tmp_path / "run"
+    proc, url = _served(package, out)
+    try:
+        async def drive() -> None:
+            async with Client(url, mode="legacy", client_info=Implementation(name="alice", version="1")) as a, \
+                    Client(url, mode="legacy", client_info=Implementation(name="bob", version="2")) as b:
+                assert not (await a.call_tool("start_task", {"task_id": order[0]})).is_error
+                for attempt in (b.call_tool("abstain_or_escalate", {}),
+                                b.call_tool("start_task", {"task_id": order[1]}),
+                                b.call_tool("request_characterization", {"entry_id": "E1"})):
+                    refused = await attempt
+                    assert refused.is_error and "another client's session" in refused.content[0].text
+                assert (await a.call_tool("abstain_or_escalate", {})).structured_content["done"]
+                assert not (await b.call_tool("start_task", {"task_id": order[1]})).is_error
+                refused = await a.call_tool("abstain_or_escalate", {})
+                assert refused.is_error and "another client's session" in refused.content[0].text
+                assert (await b.call_tool("abstain_or_escalate", {})).structured_content["done"]
+
+        asyncio.run(drive())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    info = json.loads((out / "run.json").read_text())
+    assert info["trajectories"] == 2 and [c["name"] for c in info["settings"]["clients"]] == ["alice", "bob"]
+    summary, scores = score_run(_session_graph, out)  # one policy name for every trajectory: scoreable
+    assert summary["trajectories"] == len(order) and {s.task_id for s in scores if s.label != "unplayed"} == \
+        set(order[:2])
+
+
+def test_a_server_killed_mid_episode_leaves_a_scoreable_run_that_serve_resumes(
+        package: Path, _session_graph: Graph, tmp_path: Path) -> None:
+    import signal
+
+    from mcp import Client
+    from mcp.types import Implementation
+
+    order = list(reference_plans(package))
+    out = tmp_path / "run"
+    proc, url = _served(package, out)
+    try:
+        async def drive() -> None:
+            async with Client(url, mode="legacy", client_info=Implementation(name="c", version="1")) as c:
+                for task in order[:2]:
+                    await c.call_tool("start_task", {"task_id": task})
+                    await c.call_tool("abstain_or_escalate", {})
+                await c.call_tool("start_task", {"task_id": order[2]})
+                await c.call_tool("request_characterization", {"entry_id": "E1"})
+
+        asyncio.run(drive())
+        proc.send_signal(signal.SIGKILL)  # its third episode open, nothing flushed on the way out
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    summary, scores = score_run(_session_graph, out)
+    assert sorted(s.task_id for s in scores if s.label != "unplayed") == sorted(order[:2])
+    proc, url = _served(package, out)  # resumed: the open episode was not finished, its task is played again
+    try:
+        async def again() -> None:
+            async with Client(url, mode="legacy", client_info=Implementation(name="c", version="1")) as c:
+                listed = {t["task_id"]: t["passes_left"]
+                          for t in (await c.call_tool("list_tasks", {})).structured_content["tasks"]}
+                assert listed[order[0]] == 0 and listed[order[2]] == 1
+                await c.call_tool("start_task", {"task_id": order[2]})
+                assert (await c.call_tool("abstain_or_escalate", {})).structured_content["done"]
+
+        asyncio.run(again())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert json.loads((out / "run.json").read_text())["trajectories"] == 3

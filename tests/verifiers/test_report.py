@@ -212,7 +212,7 @@ def test_the_per_task_table_rows_are_the_scores(report: Path) -> None:
             mine = [s for s in scores if s.task_id == task]
             valid = sum(s.valid for s in mine)
             labels = sorted({s.label for s in mine})
-            question, workflow = _ABOUT.questions.get(task, (task, "-"))
+            question, workflow = _ABOUT.questions.get(task, (task, ""))
             expected.append([question, workflow, name, f"{valid}/{PASSES}",
                              f"{sum(s.cost_score for s in mine) / PASSES:.3f}", labels])
     key = sorted(expected, key=lambda r: (r[2] != "reference", r[2] != "random", r[1], r[0]))

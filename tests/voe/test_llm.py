@@ -61,7 +61,12 @@ def test_answers_are_recorded_once_per_call_and_replayed_from_the_run_log(tmp_pa
     assert not first.cached and first.attempts == 1 and again.cached and again.response == first.response
     lines = (tmp_path / "run" / ResponseLog.NAME).read_text().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["response"] == first.response
-    assert ResponseCache(tmp_path / "shared").get(json.loads(lines[0])["key"]) == first.response
+    with LocalLLMServer(answer) as server:  # another run, against the same server: the shared cache answers
+        shared = asyncio.run(ask(ChatClient(Settings(model="scripted"), server.base_url,
+                                            cache=ResponseCache(tmp_path / "shared"),
+                                            run_cache=ResponseLog(tmp_path / "other"), budget=Budget(), prices={}),
+                                 use_cache=True))
+        assert server.calls == 0 and shared.cached and shared.response == first.response
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert not [p for p in written if SECRET.encode() in p.read_bytes()]
 

@@ -127,6 +127,11 @@ def test_a_fresh_voe_db_up_is_closed_and_its_password_is_the_owners_alone(neo4j_
         assert any(any(a.startswith("@") for a in argv) for argv in argvs), argvs
         assert not any(server.password() in a for argv in argvs for a in argv)
         assert not list(server.home.glob("*.args"))
+        # the store, the logs and the folders above them are the owner's alone, what Neo4j wrote included
+        written = [p for p in server.home.rglob("*") if not p.is_symlink()]
+        assert any(p.is_file() for p in (server.home / "data").rglob("*")) and any((server.home / "logs").iterdir())
+        loose = [p for p in [server.home, server.home.parent, *written] if stat.S_IMODE(p.stat().st_mode) & 0o077]
+        assert not loose, [(str(p), oct(p.stat().st_mode)) for p in loose[:5]]
         _attack(status.bolt_uri, f"http://127.0.0.1:{http}")
         conf = (server.home / "conf" / "neo4j.conf").read_text()
         assert "dbms.security.auth_enabled=true" in conf and "server.http_enabled_modules=BROWSER" in conf

@@ -21,8 +21,10 @@ from voe.versions import RUN_SCHEMA_VERSION, check, write_schemas
 Outcome = Literal["revealed", "unavailable", "duplicate", "parse_error", "off_menu", "terminal"]
 
 
-# running: not ended yet; context_exhausted: the conversation outgrew the model's context (an agent run)
-End = Literal["running", "terminal", "horizon_exhausted", "duplicate_loop", "context_exhausted"]
+# running: not ended yet; context_exhausted: the conversation outgrew the model's context (an agent run);
+# policy_timeout / policy_budget: a sealed python: policy passed its step deadline / its memory, CPU or answer caps
+End = Literal["running", "terminal", "horizon_exhausted", "duplicate_loop", "context_exhausted", "policy_timeout",
+              "policy_budget"]
 
 
 class StepLine(BaseModel):
@@ -88,6 +90,7 @@ class RunInfo(BaseModel):
     prompt_version: int | None = None
     # python: policies (replay/sealed.py): "namespaces" (no network, the package and caches masked) or "process"
     sealing: str | None = None
+    limits: dict[str, Any] | None = None  # their bounds (replay/sealed.py PolicyLimits)
 
 
 def write_run_schemas(out: Path) -> None:

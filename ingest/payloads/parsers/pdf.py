@@ -63,6 +63,8 @@ def parse_pdf(path: Path, role: Role = Role.SOURCE_DOCUMENT) -> Parsed:
         except BudgetExceeded as exc:
             parsed.defects.append(FileDefect("parse.budget", f"the PDF cannot be opened within its budgets ({exc})"))
             return parsed
+        except MemoryError:  # the worker's memory limit: ingest/payloads/parse_ahead.py names it
+            raise
         except Exception as exc:  # noqa: BLE001 - pdfminer raises many kinds for damaged files
             parsed.defects.append(FileDefect("pdf.corrupt", f"PDF cannot be opened ({type(exc).__name__}: {printable(exc)})"))
             return parsed
@@ -98,6 +100,8 @@ def _pages(pdf: Any, parsed: Parsed, meter: Meter, role: Role) -> None:
             parsed.defects.append(FileDefect("parse.budget", f"stopped before page {n}: {exc}; later pages are not parsed",
                                              f"p{n}"))
             break
+        except MemoryError:  # the worker's memory limit: ingest/payloads/parse_ahead.py names it
+            raise
         except Exception as exc:  # noqa: BLE001 - a damaged page tree: keep the pages read before it
             where = "" if seen == 0 else f" after page {seen}"
             parsed.defects.append(FileDefect("pdf.corrupt", f"PDF page tree cannot be read{where} ({printable(exc)})"))
@@ -121,6 +125,8 @@ def _pages(pdf: Any, parsed: Parsed, meter: Meter, role: Role) -> None:
             parsed.defects.append(FileDefect(
                 "parse.budget", f"stopped at page {n}: {exc}; page {n} and later pages are not parsed", f"p{n}"))
             break
+        except MemoryError:  # the worker's memory limit: ingest/payloads/parse_ahead.py names it
+            raise
         except Exception as exc:  # noqa: BLE001 - one bad page costs that page only
             parsed.defects.append(FileDefect(
                 "pdf.corrupt", f"page {n} cannot be read ({type(exc).__name__}: {printable(exc)})", f"p{n}"))
@@ -142,6 +148,9 @@ def _pages(pdf: Any, parsed: Parsed, meter: Meter, role: Role) -> None:
     if meter.exceeded is not None and not any(d.rule == "parse.budget" for d in parsed.defects):
         # a library caught the signal (pdfminer reading metadata): the budget was still reached
         parsed.defects.append(FileDefect("parse.budget", f"a stream was not decoded: {meter.exceeded}"))
+    cut: list[str] = getattr(meter, "cut", [])
+    if cut:
+        parsed.defects.append(FileDefect("pdf.corrupt", cut[0] + (f" (and {len(cut) - 1} more)" if len(cut) > 1 else "")))
     parsed.pages = seen
     if seen and len(no_text) == seen:
         parsed.defects.append(FileDefect("pdf.no_text_layer", "no page has a text layer (scanned or image-only PDF)"))

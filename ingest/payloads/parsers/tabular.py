@@ -230,6 +230,8 @@ def parse_xlsx(path: Path, role: Role = Role.CHARACTERIZATION) -> Parsed:
     except BudgetExceeded as exc:
         parsed.defects.append(FileDefect("parse.budget", f"the workbook cannot be opened within its budgets ({exc})"))
         return parsed
+    except MemoryError:  # the worker's memory limit: ingest/payloads/parse_ahead.py names it
+        raise
     except Exception as exc:  # noqa: BLE001 - openpyxl raises many kinds
         parsed.defects.append(FileDefect("xlsx.read", f"workbook cannot be opened: {type(exc).__name__}: {printable(exc)}"))
         return parsed

@@ -1,13 +1,12 @@
-"""A record's held files parsed in worker processes ahead of the build (ingest/payloads/parse_ahead.py, issue 13) give the
-graph a serial ingest gives, byte for byte: for the shared NERDm records (read whole and streamed) and a plain
-folder; each file is parsed once, in a worker; a file the builder passes over or did not announce, and a worker
-killed mid-record, change nothing."""
+"""A record's held files parsed in worker processes ahead of the build (ingest/payloads/parse_ahead.py, issues 13 and
+44) give the graph one worker gives, byte for byte: for the shared NERDm records (read whole and streamed) and a
+plain folder; each file is parsed once, in a worker, never in the ingest's process; a file the builder passes over
+or did not announce changes nothing; a worker killed mid-file costs that file only."""
 
 from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -39,33 +38,36 @@ def _taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     take = ParseAhead.take
 
-    def counting(self: ParseAhead, path: Path, relpath: str) -> Any:
+    def counting(self: ParseAhead, path: Path, relpath: str, local: Any = None) -> Any:
         seen.append(relpath)
-        return take(self, path, relpath)
+        return take(self, path, relpath, local)
 
     monkeypatch.setattr(ParseAhead, "take", counting)
     return seen
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
-def test_parsed_ahead_the_graph_is_the_serial_one(graph: Graph, archives: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  streamed: bool) -> None:
+def test_parsed_ahead_the_graph_is_the_one_of_a_single_worker(graph: Graph, archives: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch, streamed: bool) -> None:
     paths = [archives / name for name in RECORDS]
     if streamed:
         monkeypatch.setenv("VOE_STREAM_BYTES", "1")
+    monkeypatch.setenv("VOE_CACHE_DIR", str(tmp_path / "one"))
+    here = _in_this_process(monkeypatch)
     monkeypatch.setenv("VOE_PARSE_WORKERS", "1")
     with monkeypatch.context() as m:
-        parsed_serially = _in_this_process(m)  # one worker: each file parsed in place, in the builder's order
+        taken_serially = _taken(m)  # one worker: each file parsed in the builder's order, one at a time
         serial = ingest_paths(paths, graph)
-    assert serial.errors == [] and len(parsed_serially) >= 20
+    assert serial.errors == [] and len(taken_serially) >= 20
     expected = snapshot(graph)
     graph.clear()
     monkeypatch.setenv("VOE_PARSE_WORKERS", "2")
-    here, taken = _in_this_process(monkeypatch), _taken(monkeypatch)
+    monkeypatch.setenv("VOE_CACHE_DIR", str(tmp_path / "two"))  # parsed anew
+    taken = _taken(monkeypatch)
     ahead = ingest_paths(paths, graph)
     assert ahead.errors == []
-    assert taken == parsed_serially  # the same files, in the same order, each once
-    assert here == []  # ... every one parsed by a worker
+    assert taken == taken_serially  # the same files, in the same order, each once
+    assert here == []  # ... every one parsed by a worker, in both ingests
     assert snapshot(graph) == expected
     assert (ahead.facts, ahead.formats, ahead.defects) == (serial.facts, serial.formats, serial.defects)
 
@@ -91,9 +93,10 @@ def test_passed_over_and_unannounced_files_are_parsed_as_parse_file_would(archiv
         workers.close()
 
 
-def test_a_killed_worker_leaves_the_rest_to_the_ingest_process(archives: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_killed_worker_costs_its_file_only_and_is_replaced(archives: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
     monkeypatch.setenv("VOE_PARSE_WORKERS", "2")
+    monkeypatch.setenv("VOE_CACHE_DIR", str(tmp_path))
     root = archives / "amb2025-template"
     files = _files(root)
     here = _in_this_process(monkeypatch)
@@ -101,28 +104,36 @@ def test_a_killed_worker_leaves_the_rest_to_the_ingest_process(archives: Path,
     ahead = ParseAhead(root, files, workers)
     try:
         assert ahead.take(root / files[0], files[0]) == parse_file(root / files[0], files[0])
-        assert here == []
-        pool = ahead._pool  # noqa: SLF001 - the test kills one of its processes
-        assert pool is not None
-        os.kill(next(iter(pool._processes)), signal.SIGKILL)  # noqa: SLF001
-        time.sleep(0.5)  # the pool notices
+        busy = workers._busy[0]  # noqa: SLF001 - the test kills the worker parsing a file ahead
+        assert busy.job is not None
+        victim = busy.job.relpath
+        os.kill(busy.proc.pid, signal.SIGKILL)
         for rel in files[1:]:
-            assert ahead.take(root / rel, rel) == parse_file(root / rel, rel), rel
-        assert here  # after the worker died, files were parsed here
-        assert workers.pool() is not None  # the next record gets new workers
-        again = ParseAhead(root, files[:3], workers)
+            parsed = ahead.take(root / rel, rel)
+            if rel == victim:
+                assert parsed is not None and [d.rule for d in parsed.defects] == ["parse.os_limit"], rel
+            else:
+                assert parsed == parse_file(root / rel, rel), rel
+        assert here == [] and workers.forked == 3  # the two workers and the one that replaced the dead
+        again = ParseAhead(root, files[:3], workers)  # the next record is parsed by the same workers
         for rel in files[:3]:
             assert again.take(root / rel, rel) == parse_file(root / rel, rel), rel
+        assert workers.forked == 3
     finally:
         ahead.close()
         workers.close()
 
 
-def test_one_worker_parses_in_place(archives: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_worker_still_parses_out_of_the_ingest_process(archives: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
     monkeypatch.setenv("VOE_PARSE_WORKERS", "1")
+    monkeypatch.setenv("VOE_CACHE_DIR", str(tmp_path))
     root = archives / "amb2025-template"
     files = _files(root)
-    ahead = ParseAhead(root, files, Workers())
-    assert ahead._pool is None  # noqa: SLF001
-    assert ahead.take(root / files[0], files[0]) == parse_file(root / files[0], files[0])
-    ahead.close()
+    here = _in_this_process(monkeypatch)
+    with Workers() as workers:
+        ahead = ParseAhead(root, files, workers)
+        for rel in files:
+            assert ahead.take(root / rel, rel) == parse_file(root / rel, rel), rel
+        ahead.close()
+        assert here == [] and workers.forked == 1

@@ -110,6 +110,7 @@ class Book:
         import xml.parsers.expat
 
         limit = self.meter.limit("field_length")
+        most = self.meter.limit("cells_per_workbook")
         keep = limit + 6  # a cut string keeps enough to hold `limit` characters once `x005F_` is removed
         si_tag = f"{MAIN}}}si"
         strings: list[str] = []
@@ -173,6 +174,8 @@ class Book:
                 if frame["cut"] or len(value) > limit:
                     self.cut_strings[len(strings)] = max(len(value), frame["size"])
                     value = value[:limit]
+                if len(strings) >= most:  # more strings than cells may be read: the rest could never be located
+                    raise BudgetExceeded("cells_per_workbook", most, "shared strings, one per cell at most")
                 strings.append(value)
             elif local(name) == "r" and path and path[-1] == si_tag and run and frames:
                 piece = run.pop()

@@ -5,8 +5,9 @@ tests/ingest/payloads/parsers/test_compat.py checks every name patched here stil
 What is patched, and why: PSBaseParser._add_token (counted against pdf_tokens), PSBaseParser._parse_string (linear
 in a long literal string), psparser/pdfdocument/cmapdb.literal_name (no str() of a whole object used as a key),
 and the stream decoders pdfminer.pdftypes looks up (zlib, decompress_corrupted, lzwdecode, rldecode,
-ccittfaxdecode, the PNG and TIFF predictors: stopped at the byte budgets); a page is laid out by a device and an
-interpreter of pdfminer's that count what they process (and pop the operand stack in place).
+ccittfaxdecode, the PNG and TIFF predictors: stopped at the byte budgets), pdffont.get_widths(2) and
+CMapParser.do_keyword (ranges cut to what a font or a CMap may declare before they are expanded); a page is
+laid out by a device and an interpreter of pdfminer's that count what they process (and pop the operand stack in place).
 """
 
 from __future__ import annotations
@@ -234,10 +235,73 @@ def _bounded_literal_name(x: Any) -> str:
     return f"<{type(x).__name__}>"
 
 
+CID_MAX = 0xFFFF  # CIDs are two bytes (PDF 32000-1 9.7.3): a width range past them is not a font's
+
+
+def _bounded_widths(original: Any, group: int) -> Any:
+    """pdffont.get_widths (`c_first c_last w`, group 3) or get_widths2 (`c_first c_last w1y v1x v1y`, group 5) with
+    each range cut to the CIDs that exist before it is expanded (one range of 2^31 would be a dict of 2^31
+    entries)."""
+    def widths(seq: Any) -> Any:
+        from pdfminer.pdftypes import resolve1
+
+        out: list[Any] = []
+        run: list[Any] = []
+        for v in seq:
+            v = resolve1(v)
+            if isinstance(v, list):
+                out.extend(run)
+                out.append(v)
+                run = []
+            elif isinstance(v, (int, float)):
+                run.append(v)
+                if len(run) == group:
+                    first, last = run[0], run[1]
+                    if isinstance(first, int) and isinstance(last, int) and last - first > CID_MAX:
+                        _cut(f"a font width range {first}..{last} is cut to the CIDs 0..{CID_MAX}")
+                        run[0], run[1] = max(first, 0), min(last, CID_MAX)
+                    out.extend(run)
+                    run = []
+        out.extend(run)
+        return original(out)
+    return widths
+
+
+CMAP_RANGE_MAX = 1 << 16  # codes one bfrange or cidrange may map: every two-byte range, never a whole 3-4 byte space
+
+
+def _bounded_cmap_keyword(original: Any) -> Any:
+    """CMapParser.do_keyword with each bfrange and cidrange cut to CMAP_RANGE_MAX codes before pdfminer expands it
+    code by code (a 3-byte range over the whole code space is 2^24 entries; the CMap specification, Adobe TN 5014,
+    has ranges differ in their last byte, and real two-byte CMaps map <0000> <FFFF> at most)."""
+    def do_keyword(self: Any, pos: int, token: Any) -> None:
+        if token in (self.KEYWORD_ENDBFRANGE, self.KEYWORD_ENDCIDRANGE) and getattr(self, "_in_cmap", False):
+            stack = self.curstack
+            for i in range(0, len(stack) - 2, 3):
+                (_, low), (at, high) = stack[i], stack[i + 1]
+                if not (isinstance(low, bytes) and isinstance(high, bytes) and len(low) == len(high)):
+                    continue
+                first, last = int.from_bytes(low, "big"), int.from_bytes(high, "big")
+                if last - first >= CMAP_RANGE_MAX:
+                    _cut(f"a CMap range {low.hex()[:16]}..{high.hex()[:16]} maps more than {CMAP_RANGE_MAX} codes; "
+                         "cut to them")
+                    stack[i + 1] = (at, (first + CMAP_RANGE_MAX - 1).to_bytes(len(high), "big"))
+        original(self, pos, token)
+    return do_keyword
+
+
 class PdfMeter(Meter):
     def __init__(self) -> None:
         super().__init__()
         self.tokens_left = self.room("pdf_tokens")
+        self.cut: list[str] = []  # ranges cut to what a font or a CMap may declare (pdf.py makes them defects)
+
+
+def _cut(what: str) -> None:
+    _LOG.warning("%s", what)
+    meter = METER.get()
+    if meter is not None:
+        meter.cut.append(what)
 
 
 def install_stream_guards() -> None:
@@ -255,6 +319,14 @@ def install_stream_guards() -> None:
     _ORIGINAL["literal_name"] = psparser.literal_name
     for module in (psparser, pdfdocument, cmapdb):  # each holds its own reference (`from ... import`)
         module.literal_name = _bounded_literal_name  # type: ignore[attr-defined]
+
+    from pdfminer import pdffont
+
+    for name, group in (("get_widths", 3), ("get_widths2", 5)):
+        _ORIGINAL[name] = getattr(pdffont, name)
+        setattr(pdffont, name, _bounded_widths(_ORIGINAL[name], group))
+    _ORIGINAL["do_keyword"] = cmapdb.CMapParser.do_keyword
+    cmapdb.CMapParser.do_keyword = _bounded_cmap_keyword(_ORIGINAL["do_keyword"])  # type: ignore[method-assign]
 
     for name in ("zlib", "decompress_corrupted", "lzwdecode", "rldecode", "ccittfaxdecode", "apply_png_predictor",
                  "apply_tiff_predictor"):

@@ -33,6 +33,14 @@ def test_the_pdfminer_names_voe_patches_exist_with_their_signatures() -> None:
     for name in ("zlib", "decompress_corrupted", "lzwdecode", "rldecode", "ccittfaxdecode", "apply_png_predictor",
                  "apply_tiff_predictor"):
         assert hasattr(pdftypes, name), name
+    from pdfminer import pdffont
+
+    assert _params(compat._ORIGINAL["get_widths"]) == ["seq"] and _params(compat._ORIGINAL["get_widths2"]) == ["seq"]
+    assert _params(compat._ORIGINAL["do_keyword"]) == ["self", "pos", "token"]
+    assert {"KEYWORD_ENDBFRANGE", "KEYWORD_ENDCIDRANGE", "_in_cmap"} <= set(dir(cmapdb.CMapParser(cmapdb.CMap(), io.BytesIO())))
+    # the widths of a cut range are those pdfminer gives a range of the CIDs that exist, and the rest as they were
+    assert pdffont.get_widths([1, [5, 6], 10, 2147483647, 7]) == {1: 5, 2: 6, **dict.fromkeys(range(10, 65536), 7)}
+    assert pdffont.get_widths2([3, 4, 900, 1, 2]) == {3: (900, (1, 2)), 4: (900, (1, 2))}
 
 
 def test_the_pdfplumber_and_pdfminer_layout_classes_voe_subclasses_exist() -> None:
