@@ -6,6 +6,7 @@ Exit codes (DESIGN §8): 0 ok, 1 the work found a problem, 2 bad usage or bad in
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Callable
@@ -110,8 +111,9 @@ def main() -> None:
         click.echo("aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:
-        exc.message = safe(exc.message)  # it may quote a path or value as given
-        exc.show()
+        shown = io.StringIO()
+        exc.show(file=shown)
+        sys.stderr.write(safe(shown.getvalue()))  # it may quote a path or value as given
         sys.exit(2)
     except VoeError as exc:
         click.echo(f"voe: error: {safe(exc)}", err=True)
