@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from voe import __version__
 from voe.artifacts.clusters import clusters_of, detectable_difference
+from voe.artifacts.observations import context_needs
 from voe.artifacts.package import (
     GateReport,
     Manifest,
@@ -185,6 +186,8 @@ def compile_package(graph: Graph, out: Path, admission: Admission, annotator: An
                               "held_back": {**{t: f"selection: {why}" for t, why in refused.items()},
                                             **{t: "trimmed: a classifier of the gate solves it" for t in trimmed}},
                               "families_absent": families_absent(families),
+                              # what the observations ask of a model's context (voe run warns against it)
+                              "observations": context_needs(views, {e.evidence_id: e for e in evidence}),
                               "detectable_difference": detectable_difference(clusters_of(
                                   {a.task_id: (v.workflow_id, a.gold_facts) for v, a in zip(views, answers, strict=True)}))}
     manifest = Manifest(compiler_version=COMPILER_VERSION, content_hash=content_hash, graph_hash=graph_hash,

@@ -21,7 +21,7 @@ from voe.errors import UsageError
 from voe.llm import ChatClient, ContextExhausted, LLMError
 from voe.replay.env import ReplayEnv
 
-PROMPT_VERSION = 1
+PROMPT_VERSION = 2  # 2: observations paged (the system text says how to read the other pages)
 
 SYSTEM = """You review the evidence behind one decision in an experiment workflow from a published archive.
 You are given a question and a menu of evidence items. Requesting an item shows you what the archive really
@@ -32,13 +32,18 @@ known. End the episode with exactly one terminal action:
 - submit_risk_packet: the evidence is sufficient and sound; the payload names the items the decision rests on;
 - abstain_or_escalate: the evidence does not resolve the question.
 A payload may name only items you requested. Request what you need, not everything: every step counts, and
-the episode ends after {horizon} steps."""
+the episode ends after {horizon} steps. A large item is shown a page at a time: its observation then has a
+`page` header (which page, how many, what each holds); request the same item again with `page` set to read
+another page, which spends no step."""
 
 TOOLS_NOTE = "Act by calling exactly one tool per turn."
 IGNORED = json.dumps({"outcome": "ignored", "note": "one action per turn"})  # the answer to a turn's extra tool calls
 JSON_NOTE = ('Reply with one JSON object per turn and nothing else: {"action": ACTION, "evidence_id": ENTRY_ID} '
-             'for a request, {"action": ACTION, "payload": [ENTRY_ID, ...]} for a terminal action. ACTION is one '
-             "of: " + ", ".join(a.value for a in Action) + ".")
+             'for a request (with "page": N for another page of an item already requested), {"action": ACTION, '
+             '"payload": [ENTRY_ID, ...]} for a terminal action. ACTION is one of: '
+             + ", ".join(a.value for a in Action) + ".")
+PAGE = {"type": "integer", "description": "another page of an item already requested (its "
+                                                         "observation's page header says how many)"}
 
 DESCRIPTIONS = {
     Action.REQUEST_CHARACTERIZATION: "Request a characterization item (data, documents) from the menu.",
@@ -89,7 +94,8 @@ def tools_for(view: TaskView) -> list[dict[str, Any]]:
             allowed = [e.entry_id for e in view.menu if e.request_action == action]
             if not allowed:
                 continue
-            params: dict[str, Any] = {"type": "object", "properties": {"evidence_id": {"type": "string", "enum": allowed}},
+            params: dict[str, Any] = {"type": "object", "properties": {"evidence_id": {"type": "string", "enum": allowed},
+                                                                       "page": PAGE},
                                       "required": ["evidence_id"], "additionalProperties": False}
         elif action == Action.ABSTAIN_OR_ESCALATE:
             params = {"type": "object", "properties": {}, "additionalProperties": False}
@@ -107,8 +113,9 @@ def action_schema(view: TaskView) -> dict[str, Any]:
     return {"type": "object", "properties": {
         "action": {"type": "string", "enum": [a.value for a in view.actions]},
         "evidence_id": {"type": ["string", "null"], "enum": [*ids, None]},
+        "page": {"type": ["integer", "null"]},
         "payload": {"type": ["array", "null"], "items": {"type": "string", "enum": ids}}},
-        "required": ["action", "evidence_id", "payload"], "additionalProperties": False}
+        "required": ["action", "evidence_id", "page", "payload"], "additionalProperties": False}
 
 
 def response_format(style: str, view: TaskView) -> dict[str, Any] | None:
@@ -207,6 +214,8 @@ def tool_action(name: str, arguments: Any) -> Any:
     action: dict[str, Any] = {"action": name}
     if "evidence_id" in args:
         action["evidence_id"] = args["evidence_id"]
+    if args.get("page") is not None:
+        action["page"] = args["page"]
     if "payload" in args:
         action["payload"] = args["payload"]
     elif name in {a.value for a in TERMINALS} and name != Action.ABSTAIN_OR_ESCALATE:

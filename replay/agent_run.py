@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -39,6 +40,8 @@ from voe.replay.agent import PROMPT_VERSION, Transcript, episode
 from voe.replay.env import ReplayEnv
 from voe.replay.run_audit import write_audit
 from voe.settings import settings as environment
+
+log = logging.getLogger("voe.replay")
 
 
 class RunPlan(BaseModel):
@@ -87,6 +90,24 @@ def _load_parts(parts: Path, count: int) -> dict[int, Part]:
         if 0 <= part.index < count:
             done[part.index] = part
     return done
+
+
+CONTEXT_KEYS = ("n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
+
+
+def model_context(described: Any) -> int | None:
+    """The context length a server says its model has (llama.cpp's meta.n_ctx, vLLM's max_model_len, others'
+    context_length), or None."""
+    stack = [described]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key in CONTEXT_KEYS:
+                value = item.get(key)
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    return value
+            stack.extend(v for v in item.values() if isinstance(v, dict))
+    return None
 
 
 def run_agent(pkg: Path, model: str, out: Path, *, passes: int = 1, seed: int = 0, base_url: str | None = None,
@@ -150,6 +171,13 @@ def run_agent(pkg: Path, model: str, out: Path, *, passes: int = 1, seed: int = 
                 if progress is not None:
                     progress(len(done), len(units), client.retries)
 
+        need = int((manifest.counts.get("observations") or {}).get("pull_everything_tokens_max") or 0)
+        context = model_context((await client.endpoint_identity()).get("model"))
+        if context is not None and need > context:
+            log.warning("the model's context (%d tokens, as the server describes it) is smaller than what an episode "
+                        "that pulls every item of this package's largest task holds (about %d tokens: the task "
+                        "and every page of its items); a model that pulls that much ends context_exhausted",
+                        context, need)
         if progress is not None:
             progress(len(done), len(units), 0)  # the total at once: a slow first call reads "0/N", not "0/0"
         try:

@@ -22,6 +22,7 @@ from difflib import SequenceMatcher
 from itertools import permutations
 from typing import Any
 
+from voe.artifacts.observations import merged, unread
 from voe.artifacts.package import Action, TaskAnswer, TaskView
 from voe.artifacts.question import Reading, read
 from voe.artifacts.verdict import verdict
@@ -104,7 +105,12 @@ def survey(env: ReplayEnv, view: TaskView) -> Seen:
         d = rec.model_dump(mode="json")
         if d["outcome"] in ("revealed", "unavailable"):
             outcomes[eid] = d["outcome"]
-            observations[eid] = d.get("observation") or {}
+            shown, read = [d.get("observation") or {}], {0}
+            while (page := unread(shown[0], read)) is not None:  # the rest of a large item, free of the horizon
+                more, _ = env.step({"action": by_id[eid].request_action.value, "evidence_id": eid, "page": page})
+                shown.append(more.observation)
+                read.add(page)
+            observations[eid] = merged(shown)
         if done:
             break
     return Seen(view, reading, succ, cal, outcomes, observations)

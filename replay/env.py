@@ -1,10 +1,13 @@
 """The replay environment: `reset(task)` and `step(action)` over the seven actions, realized-only.
 
 A request returns the observation the package holds for the item (`archived`, `referenced`, or
-`unavailable` with what the archive says of it); nothing is generated. Plumbing
-outcomes are recorded as such: `parse_error` (not an action object), `off_menu` (an unknown action, an
-evidence id not on the menu, or the wrong request action for it), `duplicate` (an evidence already pulled;
-three in a row end the episode as `duplicate_loop`) and `horizon_exhausted`.
+`unavailable` with what the archive says of it); nothing is generated. An observation larger than the budget
+is shown a page at a time (voe/artifacts/observations.py): the same request with `page: k` reads page k of an item
+already pulled, with the outcome `page`, spending no step of the horizon (and, pulling nothing, nothing of the cost
+score); a page read before is a `duplicate`. Plumbing outcomes are recorded as such: `parse_error` (not an action
+object), `off_menu` (an unknown action, an evidence id not on the menu, the wrong request action for it, or a page
+the item does not have), `duplicate` (an evidence already pulled, or a page already read; three in a row end the
+episode as `duplicate_loop`) and `horizon_exhausted`.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from voe.artifacts.observations import page_of
 from voe.artifacts.package import REQUESTS, TERMINALS, Action, EvidenceObject, TaskView
 from voe.artifacts.run import End, Outcome, StepRecord, TrajectorySummary
 
@@ -29,6 +33,8 @@ class ReplayEnv:
         self.tid = trajectory_id
         self.t = 0
         self.requested: list[str] = []
+        self.read: dict[str, set[int]] = {}  # the pages of each pulled item shown so far
+        self.page_steps = 0  # steps that read a further page: free of the horizon
         self.dup_run = 0
         self.done = False
         self.steps: list[StepRecord] = []
@@ -69,19 +75,35 @@ class ReplayEnv:
                 return self._finish_if_horizon(self._record(raw, "off_menu", action=name,
                                                             evidence_id=ref if isinstance(ref, str) else None))
             eid = entry.evidence_id
+            page = action.get("page")
+            if page is not None and (isinstance(page, bool) or not isinstance(page, int)):
+                self.plumbing["parse_error"] += 1
+                self.dup_run = 0
+                return self._finish_if_horizon(self._record(raw, "parse_error", action=name, evidence_id=eid))
+            obj = self.evidence.get(eid) or EvidenceObject(evidence_id=eid, status="unavailable")
+            shown = page_of(obj, page or 0)
+            if shown is None:  # no such page of this item
+                self.plumbing["off_menu"] += 1
+                self.dup_run = 0
+                return self._finish_if_horizon(self._record(raw, "off_menu", action=name, evidence_id=eid,
+                                                            page=page))
+            if eid in self.requested and page is not None and page not in self.read[eid]:
+                self.read[eid].add(page)
+                self.page_steps += 1
+                return self._record(raw, "page", action=name, evidence_id=eid, page=page, observation=shown), False
             if eid in self.requested:
                 self.plumbing["duplicate"] += 1
                 self.dup_run += 1
-                rec = self._record(raw, "duplicate", action=name, evidence_id=eid)
+                rec = self._record(raw, "duplicate", action=name, evidence_id=eid, page=page)
                 if self.dup_run >= DUPLICATE_LIMIT:
                     return rec, self._end("duplicate_loop")
                 return self._finish_if_horizon(rec)
             self.dup_run = 0
             self.requested.append(eid)
-            obj = self.evidence.get(eid) or EvidenceObject(evidence_id=eid, status="unavailable")
+            self.read[eid] = {page or 0}
             outcome: Outcome = "unavailable" if obj.status == "unavailable" else "revealed"
-            return self._finish_if_horizon(self._record(raw, outcome, action=name, evidence_id=eid,
-                                                        observation=obj.model_dump(mode="json")))
+            return self._finish_if_horizon(self._record(raw, outcome, action=name, evidence_id=eid, page=page,
+                                                        observation=shown))
         if name in {a.value for a in TERMINALS}:
             payload = action.get("payload", [])
             if payload is None:
@@ -100,7 +122,7 @@ class ReplayEnv:
         return self._finish_if_horizon(self._record(raw, "off_menu", action=name))
 
     def _finish_if_horizon(self, rec: StepRecord) -> tuple[StepRecord, bool]:
-        if self.t >= self.task.horizon:
+        if self.t - self.page_steps >= self.task.horizon:  # pages read are free of the horizon
             return rec, self._end("horizon_exhausted")
         return rec, False
 
@@ -112,6 +134,7 @@ class ReplayEnv:
         self.done = True
         self.summary.end = how
         self.summary.steps = self.t
+        self.summary.pages = self.page_steps
         self.summary.requested = list(self.requested)
         self.summary.plumbing = dict(self.plumbing)
         return True

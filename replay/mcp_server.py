@@ -239,8 +239,15 @@ def build_server(run: ServedRun) -> Any:
     def request_tool(action: Action) -> Any:
         async def request(entry_id: Annotated[str, Field(description="an entry id of the open task's menu (E1, "
                                                                      "E2, ...; not the item's evidence_id)")],
-                          ctx: Context) -> dict[str, Any]:
-            return await step(ctx, {"action": action.value, "evidence_id": entry_id})  # the environment's key
+                          ctx: Context,
+                          page: Annotated[int | None, Field(description="another page of an item already "
+                                                                        "requested (its observation's page header "
+                                                                        "says how many); reading one spends no "
+                                                                        "step")] = None) -> dict[str, Any]:
+            move: dict[str, Any] = {"action": action.value, "evidence_id": entry_id}  # the environment's key
+            if page is not None:
+                move["page"] = page
+            return await step(ctx, move)
         return request
 
     def terminal_tool(action: Action) -> Any:

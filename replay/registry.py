@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from voe.artifacts.package import TaskAnswer, TaskView
 from voe.errors import UsageError
+from voe.replay.paging import reading_whole
 
 Policy = Callable[[TaskView, TaskAnswer, list[dict[str, Any]], random.Random], dict[str, Any]]
 Kind = Literal["reference", "baseline", "probe"]
@@ -49,12 +50,19 @@ class PolicySpec:
 _REGISTRY: dict[str, PolicySpec] = {}
 
 
+_ORIGINAL: dict[str, Policy] = {}
+
+
 def register(name: str, act: Policy, *, kind: Kind, about: str, gate: Gate | None = None) -> Policy:
-    if name in _REGISTRY and _REGISTRY[name].act is not act:
+    """`act` under `name`. A probe reads observations: it is registered reading every page of what it pulls
+    (replay/paging.py), so it decides on whole observations as it was written to."""
+    if name in _ORIGINAL and _ORIGINAL[name] is not act:
         raise ValueError(f"two policies named {name!r}")
     if name.startswith(PREFIXES) or (kind == "probe") != name.startswith("probe:"):
         raise ValueError(f"{name!r}: probes are named probe:NAME, other policies take no prefix")
-    _REGISTRY[name] = PolicySpec(name, act, kind, about, gate or ("all" if kind == "reference" else "limit"))
+    _ORIGINAL[name] = act
+    _REGISTRY[name] = PolicySpec(name, reading_whole(act) if kind == "probe" else act, kind, about,
+                                 gate or ("all" if kind == "reference" else "limit"))
     return act
 
 

@@ -209,8 +209,9 @@ class TaskLabels:
         """The labels of one trajectory's steps (in order of t)."""
         out: list[StepLabel] = []
         mask = 0
+        free = 0  # pages read so far: steps the horizon does not count (replay/env.py)
         for step in sorted(steps, key=lambda s: s.t):
-            left = max(0, self.max_requests - step.t)
+            left = max(0, self.max_requests - (step.t - free))
             v = self.value(mask, left)
             suff = self.sufficient(mask)
             row: dict[str, Any] = {"trajectory_id": step.trajectory_id, "task_id": step.task_id, "t": step.t,
@@ -232,6 +233,9 @@ class TaskLabels:
                            request="needed" if needed else "useful" if useful else "wasted",
                            value=float(self.value(mask | b, left - 1) - v))
                 mask |= b
+            elif step.outcome == "page":  # a further page of an item pulled: nothing spent, the state unchanged
+                free += 1
+                row.update(extra_request=False, request=None, value=0.0)
             else:  # a duplicate, off-menu or unparseable action: a step spent, the state unchanged
                 is_request = step.action in {a.value for a in REQUESTS}
                 row.update(extra_request=suff and is_request, request="wasted" if is_request else None,

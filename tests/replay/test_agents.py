@@ -421,6 +421,8 @@ def test_a_local_model_with_an_8k_context_and_one_slot_finishes_every_task_with_
         done = _voe(["run", str(package), "--policy", "openai:local", "--base-url", first.base_url, "--out",
                      str(tmp_path / "run")], env)
         assert done.returncode == 0, done.stderr
+        # the package's largest pull-everything episode is more than the server's 8k: said before the run
+        assert "is smaller than what an episode that pulls every item" in done.stderr
         calls = first.calls
     ends = {t["end"] for t in read_jsonl(tmp_path / "run" / "trajectories.jsonl")}
     trajectories = list(read_jsonl(tmp_path / "run" / "trajectories.jsonl"))

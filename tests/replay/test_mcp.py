@@ -163,7 +163,8 @@ def test_a_new_client_session_continues_the_served_run_and_unplayed_tasks_are_co
     # what the tools say they take and do
     request = tools["request_characterization"]
     schema = request.input_schema
-    assert list(schema["properties"]) == ["entry_id"] and "enum" not in json.dumps(schema)
+    assert list(schema["properties"]) == ["entry_id", "page"] and "enum" not in json.dumps(schema)
+    assert schema["required"] == ["entry_id"] and "spends no step" in schema["properties"]["page"]["description"]
     assert "menu" in schema["properties"]["entry_id"]["description"]
     assert tools["list_tasks"].annotations.read_only_hint is True
     assert request.annotations.read_only_hint is False and request.annotations.destructive_hint is False
@@ -208,7 +209,10 @@ def _served(package: Path, out: Path) -> tuple[subprocess.Popen[str], str]:
     while match is None and len(said) < 5:  # a resumed run says so first
         said.append(proc.stderr.readline())
         match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", said[-1])
-    assert match, said
+    if match is None:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"voe serve did not say where it listens: {said}")
     return proc, match.group(0)
 
 

@@ -4,8 +4,8 @@ finds none, and scores as if it could not look.
 The hunting policy tries what a policy with a shell would: answers.jsonl by relative paths, the package's own
 absolute path (written into the module, as a user who knows where the package is would), a walk up every parent
 folder of its working folder and of its own file, every environment variable, the local Neo4j over Bolt, and
-the runner's process; it looks for the value labels of `voe label` (PKG/labels) the same ways. When it finds an
-answer it submits it; when it does not, it abstains.
+the runner's process; it looks for the value labels of `voe label` (PKG-labels, beside the package) the same
+ways. When it finds an answer it submits it; when it does not, it abstains.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from voe.artifacts.package import load_package
 from voe.config import Neo4jSettings
 from voe.replay.runner import run_policy
 from voe.replay.sealed import namespaces_available
-from voe.verifiers.labels import label_package
+from voe.verifiers.labels import label_package, labels_folder
 
 HUNTER = '''
 import json, os
@@ -57,10 +57,11 @@ def _answers():
 
 
 def _labels():
-    """The value labels `voe label` writes beside the package (PKG/labels): as secret as the answers."""
-    places = [Path("labels/states.jsonl"), Path("pkg/labels/states.jsonl"), Path(PACKAGE) / "labels" / "states.jsonl"]
+    """The value labels `voe label` writes beside the package (PKG-labels): as secret as the answers."""
+    places = [Path("pkg-labels/states.jsonl"), Path(PACKAGE + "-labels") / "states.jsonl",
+              Path(PACKAGE) / "labels" / "states.jsonl"]
     for start in (Path.cwd(), Path(__file__).resolve().parent):
-        places += [folder / "pkg" / "labels" / "states.jsonl" for folder in (start, *start.parents)]
+        places += [folder / "pkg-labels" / "states.jsonl" for folder in (start, *start.parents)]
     for place in places:
         try:
             place.read_text()
@@ -117,8 +118,8 @@ def test_a_policy_that_hunts_for_the_answers_finds_none(package: Path, tmp_path:
     monkeypatch.chdir(work)
     monkeypatch.setenv("NEO4J_URI", uri)
     monkeypatch.setenv("VOE_PACKAGE", str(package))
-    label_package(package)  # PKG/labels/states.jsonl: the value labels are hunted for too
-    assert (package / "labels" / "states.jsonl").is_file()
+    label_package(package)  # PKG-labels/states.jsonl: the value labels are hunted for too
+    assert (labels_folder(package) / "states.jsonl").is_file()
     info = run_policy(pkg, "python:hunter:act", 1, 0, tmp_path / "run")
     assert info.sealing == ("namespaces" if sealed else "process")
     views, _, answers, _ = load_package(package)

@@ -18,7 +18,8 @@ from voe.errors import InputError
 from voe.jsonl import read_jsonl
 from voe.versions import RUN_SCHEMA_VERSION, check, write_schemas
 
-Outcome = Literal["revealed", "unavailable", "duplicate", "parse_error", "off_menu", "terminal"]
+# page: a further page of an item already pulled (voe/artifacts/observations.py), free of the horizon
+Outcome = Literal["revealed", "unavailable", "page", "duplicate", "parse_error", "off_menu", "terminal"]
 
 
 # running: not ended yet; context_exhausted: the conversation outgrew the model's context (an agent run);
@@ -38,6 +39,7 @@ class StepLine(BaseModel):
     evidence_id: str | None = None
     payload: list[str] | None = None
     outcome: Outcome
+    page: int | None = None  # the page of the item's observation asked for (None: the first, not named)
 
 
 class StepRecord(StepLine):
@@ -67,6 +69,7 @@ class TrajectorySummary(BaseModel):
     end: End
     plumbing: dict[str, int]
     request_steps: int = 0  # every request action issued, duplicates and off-menu ones included
+    pages: int = 0  # steps that read a further page of an item (outcome `page`), not counted by the horizon
 
 
 class RunInfo(BaseModel):
@@ -110,6 +113,8 @@ class StepWriter:
     def write(self, rec: StepRecord) -> None:
         line = rec.model_dump(mode="json")
         observation = line.pop("observation")
+        if line["page"] is None:  # a step that named no page: its line as before pages existed
+            del line["page"]
         self._steps.write(json.dumps(line, sort_keys=True) + "\n")
         if observation:
             self._observations.write(json.dumps({"trajectory_id": rec.trajectory_id, "t": rec.t,
