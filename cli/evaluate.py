@@ -96,7 +96,8 @@ def _size(value: str, param: click.Parameter) -> int:
 @click.option("--prices", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help='Price table JSON {model: {"input_per_mtok": USD, "output_per_mtok": USD}} (or VOE_PRICES).')
 @click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per API call.")
-@click.option("--resume", is_flag=True, help="Continue an interrupted agent run in --out where it stopped.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted agent or python: run in --out where it "
+                                             "stopped (its finished trajectories are kept as each ends).")
 @click.option("--step-timeout", default=60.0, show_default=True, type=click.FloatRange(0, min_open=True),
               help="python: policies: seconds one step's answer may take; past it the trajectory ends "
                    "policy_timeout (scored) and a new process plays the next.")
@@ -125,10 +126,11 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
       voe run out/pkg --policy openai:gpt-4o-mini --base-url http://127.0.0.1:8000/v1 --out out/run-model
       voe run out/pkg --policy python:mypolicy:act --out out/run-mine
     """
-    if resume and not policy.startswith("openai:"):
-        raise UsageError("--resume continues an agent run (openai:MODEL); other policies run whole in seconds")
+    if resume and not policy.startswith(("openai:", "python:")):
+        raise UsageError("--resume continues an agent run (openai:MODEL) or a python: policy's; other policies run "
+                         "whole in seconds")
     claim_out(out, force=force, resume=resume)
-    if force and not resume and policy.startswith("openai:"):
+    if force and not resume and policy.startswith(("openai:", "python:")):
         from voe.artifacts.outdir import clear_for_rewrite
 
         clear_for_rewrite(out)  # an agent run writes in place (its parts are what --resume continues)
@@ -164,7 +166,7 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
 
         limits = PolicyLimits(step_timeout=step_timeout, memory=policy_memory)
         with progress_reporter(quiet).bar("run", 0, "trajectories") as bar:
-            info = run_policy(package, policy, passes, seed, out, progress=bar.update, limits=limits)
+            info = run_policy(package, policy, passes, seed, out, progress=bar.update, limits=limits, resume=resume)
     if as_json:
         emit_json(info.model_dump(exclude_none=True))
     else:

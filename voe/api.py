@@ -74,23 +74,24 @@ def run(package: str | Path, policy: str, out: str | Path, *, passes: int = 1, s
         base_url: str | None = None, force: bool = False, **agent: Any) -> RunInfo:
     """`voe run PKG --policy POLICY --out OUT`: a baseline by name, `python:MODULE:FUNCTION` (sealed), or
     `openai:MODEL` against an OpenAI-compatible endpoint (`base_url`, else OPENAI_BASE_URL; further keyword
-    arguments are replay.agent_run.run_agent's: concurrency, max_requests, resume, timeout, ...)."""
+    arguments are replay.agent_run.run_agent's: concurrency, max_requests, resume, timeout, ...; a python: run
+    takes `resume=True` too)."""
     from voe.artifacts.outdir import RUN_MARKERS, claim_out, clear_for_rewrite
 
     pkg, folder = Path(package), Path(out)
     resume = bool(agent.get("resume"))
-    claim_out(folder, markers=RUN_MARKERS, what="run", force=force, resume=resume if policy.startswith("openai:")
-              else None)
+    resumable = policy.startswith(("openai:", "python:"))
+    claim_out(folder, markers=RUN_MARKERS, what="run", force=force, resume=resume if resumable else None)
+    if resumable and force and not resume:
+        clear_for_rewrite(folder)
     if policy.startswith("openai:"):
         from voe.replay.agent_run import run_agent
 
-        if force and not resume:
-            clear_for_rewrite(folder)
         return run_agent(pkg, policy.removeprefix("openai:"), folder, passes=passes, seed=seed, base_url=base_url,
                          **agent)
     from voe.replay.runner import run_policy
 
-    return run_policy(pkg, policy, passes, seed, folder)
+    return run_policy(pkg, policy, passes, seed, folder, resume=resume)
 
 
 @dataclass(frozen=True)

@@ -179,3 +179,46 @@ def test_killing_the_runner_leaves_no_policy_process(package: Path, tmp_path: Pa
         if runner.poll() is None:
             runner.kill()
             runner.wait()
+
+
+SLOW = """
+import time
+
+def act(task, history, rng):
+    time.sleep(0.05)
+    asked = {h["evidence_id"] for h in history}
+    for e in task.menu[:2]:
+        if e.evidence_id not in asked:
+            return {"action": e.request_action.value, "evidence_id": e.evidence_id}
+    return {"action": "submit_risk_packet", "payload": [e.entry_id for e in task.menu[:2]]}
+"""
+
+
+def test_a_python_run_killed_midway_resumes_to_the_run_an_uninterrupted_one_makes(
+        package: Path, tmp_path: Path, cli_env: dict[str, str]) -> None:
+    (tmp_path / "slow.py").write_text(SLOW)
+    command = [sys.executable, "-m", "voe.cli", "run", str(package), "--policy", "python:slow:act", "--seed", "3",
+               "-q", "--out"]
+    runner = subprocess.Popen([*command, str(tmp_path / "run")], cwd=tmp_path, env=cli_env,
+                              stderr=subprocess.DEVNULL)
+    parts = tmp_path / "run" / "parts" / "log.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and runner.poll() is None:
+        if parts.is_file() and len(parts.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    runner.send_signal(signal.SIGKILL)
+    runner.wait()
+    kept = len(parts.read_text().splitlines())
+    assert 3 <= kept < len(load_package(package)[0]) and not (tmp_path / "run" / "run.json").exists()
+    refused = subprocess.run([*command, str(tmp_path / "run")], cwd=tmp_path, env=cli_env, capture_output=True,
+                             text=True)
+    assert refused.returncode == 2 and "--resume" in refused.stderr
+    resumed = subprocess.run([*command, str(tmp_path / "run"), "--resume"], cwd=tmp_path, env=cli_env,
+                             capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    clean = subprocess.run([*command, str(tmp_path / "clean")], cwd=tmp_path, env=cli_env, capture_output=True,
+                           text=True)
+    assert clean.returncode == 0, clean.stderr
+    for name in ("steps.jsonl", "observations.jsonl", "trajectories.jsonl"):
+        assert (tmp_path / "run" / name).read_bytes() == (tmp_path / "clean" / name).read_bytes(), name

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from voe.errors import InputError, UsageError
 
-RUN_MARKERS = ("run.json", "run.plan.json")  # a finished run, or an agent run interrupted before its run.json
+RUN_MARKERS = ("run.json", "run.plan.json")  # a finished run, or an agent or python: run interrupted before its run.json
 CRATE_MARKERS = ("ro-crate-metadata.json",)
 # the file that says a folder holds an artifact of each kind: what --force may replace
 ARTIFACT_MARKERS = {"package": ("manifest.json",), "report": ("report.md", "report.html"),
@@ -30,7 +30,7 @@ def claim_out(out: Path, *, markers: tuple[str, ...], what: str, force: bool, re
     if not out.exists() or not any(out.iterdir()) or resume:
         return
     if not force:
-        hint = f"{flag} replaces it" + ("; --resume continues an interrupted agent run"
+        hint = f"{flag} replaces it" + ("; --resume continues an interrupted agent or python: run"
                                         if resume is not None and flag == "--force" else "")
         raise UsageError(f"{out} exists and is not empty: {hint}")
     held = not any((out / m).is_file() for m in markers)
