@@ -239,10 +239,11 @@ class LocalNeo4j:
         java = find_java()
         self._log(f"Java {java.version} ({java.source}: {java.path})")
         lib = self.resolve()
-        self.home.mkdir(parents=True, exist_ok=True)
-        _private(self.home)  # an older voe's instance too: the store and logs hold the graph's text
         conf = self._write_conf()
         self._initial_password(java.path, lib, conf)
+        # what voe wrote just now and an older voe's instance alike: the store and logs hold the graph's text (what
+        # Neo4j creates from here on is its owner's alone by its umask)
+        _private(self.home)
         cmd = [
             java.path, f"-Xms{self.heap}", f"-Xmx{self.heap}", "-XX:+UseG1GC", *JVM_OPENS,
             "-cp", f"{lib}/*", ENTRY_POINT,
