@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from voe.artifacts.outdir import resumable_folder, swap_in
 from voe.artifacts.package import TaskAnswer, TaskView, load_package
 from voe.artifacts.run import (
     RunInfo,
@@ -96,7 +97,8 @@ def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy
     """Run `policy` (a baseline name; or any name with `policy_fn`, e.g. an agent or a scripted test policy).
     A `python:MODULE:FUNCTION` policy runs sealed in its own process (replay/sealed.py) under `limits`; a step past
     one ends its trajectory `policy_timeout` or `policy_budget` and the run goes on. It can run for hours, so its
-    trajectories are kept as each finishes (RUN/parts/) and `resume` continues an interrupted run where it stopped
+    trajectories are kept as each finishes (in voe/artifacts/outdir.py's `resumable_folder(out)`, beside `out`,
+    swapped in once whole: an earlier run in `out` stays whole until then) and `resume` continues an interrupted run
     (the same package, policy, passes and seed; the seeds per task and pass make the rest what an uninterrupted run
     plays). Other policies run whole in seconds, written aside and swapped in. `progress` (trajectories done,
     trajectories) is called as the run goes."""
@@ -111,7 +113,16 @@ def run_policy(pkg: Path, policy: str, passes: int, seed: int, out: Path, policy
     run = _Run(pkg, policy, passes, seed, views, evidence, answers, manifest.content_hash, policy_fn, sealed, progress)
     try:
         if sealed is not None:
-            return run.kept(out, resume)
+            # written beside `out` and swapped in whole, as every run; an interrupt keeps it for --resume
+            staging = resumable_folder(out)
+            if staging.exists() and not resume:
+                raise UsageError(f"an interrupted run of {out} is kept in {staging}: --resume continues it, --force "
+                                 "starts over")
+            if resume and not staging.exists():
+                raise UsageError(f"nothing to resume: no interrupted python: run of {out} is kept beside it")
+            info = run.kept(staging, resume)
+            swap_in(staging, out)
+            return info
         with staged_folder(out) as folder:  # an interrupt leaves no half-written run (and an older one intact)
             return run.whole(folder)
     finally:

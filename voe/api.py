@@ -82,8 +82,14 @@ def run(package: str | Path, policy: str, out: str | Path, *, passes: int = 1, s
     resume = bool(agent.get("resume"))
     resumable = policy.startswith(("openai:", "python:"))
     claim_out(folder, markers=RUN_MARKERS, what="run", force=force, resume=resume if resumable else None)
-    if resumable and force and not resume:
-        clear_for_rewrite(folder)
+    if policy.startswith("openai:") and force and not resume:
+        clear_for_rewrite(folder)  # an agent run writes in place
+    if policy.startswith("python:") and force and not resume:
+        import shutil
+
+        from voe.artifacts.outdir import resumable_folder
+
+        shutil.rmtree(resumable_folder(folder), ignore_errors=True)  # written beside, swapped in whole
     if policy.startswith("openai:"):
         from voe.replay.agent_run import run_agent
 

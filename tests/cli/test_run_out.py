@@ -63,4 +63,13 @@ def test_ctrl_c_exits_130_and_leaves_the_older_run_whole(package: Path, tmp_path
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    # a python: run can last hours: what it finished is kept beside the older run, for --resume, never in it
+    kept = tmp_path / ".run.resumable.partial"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".run.resumable.partial", "run", "slow.py"]
+    assert (kept / "run.plan.json").is_file() and not (kept / "run.json").exists()
+    again = voe("run", str(package), "--policy", "python:slow:act", "--out", str(out), cwd=tmp_path)
+    assert again.returncode == 2 and "--resume continues" in again.stderr
+    resumed = voe("run", str(package), "--policy", "python:slow:act", "--out", str(out), "--resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "slow.py"]
+    assert json.loads((out / "run.json").read_text())["policy"] == "python:slow:act"

@@ -201,7 +201,7 @@ def test_a_python_run_killed_midway_resumes_to_the_run_an_uninterrupted_one_make
                "-q", "--out"]
     runner = subprocess.Popen([*command, str(tmp_path / "run")], cwd=tmp_path, env=cli_env,
                               stderr=subprocess.DEVNULL)
-    parts = tmp_path / "run" / "parts" / "log.jsonl"
+    parts = tmp_path / ".run.resumable.partial" / "parts" / "log.jsonl"  # beside the run, swapped in once whole
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and runner.poll() is None:
         if parts.is_file() and len(parts.read_text().splitlines()) >= 3:
@@ -210,13 +210,14 @@ def test_a_python_run_killed_midway_resumes_to_the_run_an_uninterrupted_one_make
     runner.send_signal(signal.SIGKILL)
     runner.wait()
     kept = len(parts.read_text().splitlines())
-    assert 3 <= kept < len(load_package(package)[0]) and not (tmp_path / "run" / "run.json").exists()
+    assert 3 <= kept < len(load_package(package)[0]) and not (tmp_path / "run").exists()
     refused = subprocess.run([*command, str(tmp_path / "run")], cwd=tmp_path, env=cli_env, capture_output=True,
                              text=True)
     assert refused.returncode == 2 and "--resume" in refused.stderr
     resumed = subprocess.run([*command, str(tmp_path / "run"), "--resume"], cwd=tmp_path, env=cli_env,
                              capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
+    assert not parts.parent.parent.exists()
     clean = subprocess.run([*command, str(tmp_path / "clean")], cwd=tmp_path, env=cli_env, capture_output=True,
                            text=True)
     assert clean.returncode == 0, clean.stderr

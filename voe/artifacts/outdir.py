@@ -66,6 +66,12 @@ def fresh_folder(out: Path, suffix: str) -> Path:
             continue
 
 
+def resumable_folder(out: Path) -> Path:
+    """Where a resumable `python:` run of `out` is written until it is whole (beside `out`: the earlier run there
+    stays whole until the swap; an interrupt keeps this folder for `--resume`)."""
+    return out.with_name(f".{out.name}.resumable.partial")
+
+
 def swap_in(staging: Path, out: Path) -> None:
     """`staging` becomes `out`; an earlier `out` is set aside first and removed after, or put back if the swap fails."""
     old = set_aside(out)
