@@ -50,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from voe.artifacts.package import TaskAnswer, TaskView
 from voe.errors import UsageError, VoeError
+from voe.jsonl import nested_deeper_than
 from voe.replay.sandbox import SYSTEM_PATH
 from voe.settings import passed_through
 
@@ -109,20 +110,6 @@ def _bounded_child(limits: PolicyLimits) -> Any:
     return apply
 
 
-def _depth(value: Any, limit: int) -> bool:
-    """Whether `value` nests deeper than `limit` (without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if level > limit:
-            return True
-        if isinstance(item, dict):
-            stack.extend((v, level + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, level + 1) for v in item)
-    return False
-
-
 class _Stderr(threading.Thread):
     """Forwards what the child writes to standard error, up to a cap; past it, says so once and drops the rest."""
 
@@ -133,7 +120,7 @@ class _Stderr(threading.Thread):
     def run(self) -> None:
         left = self.cap
         out = sys.stderr
-        while chunk := self.source.read1(1 << 16) if hasattr(self.source, "read1") else self.source.read(1 << 16):
+        while chunk := self.source.read(1 << 16):  # an unbuffered pipe: what is there, at most this much
             if left > 0:
                 piece = chunk[:left]
                 left -= len(piece)
@@ -348,7 +335,7 @@ class SealedPolicy:
             self._kill()
             raise PolicyFailed(f"the policy python:{self.spec} wrote something else than voe's answer on its standard "
                                f"output: {line[:200]!r} (print to standard error instead)")
-        if _depth(reply, self.limits.reply_depth + 1):
+        if nested_deeper_than(reply, self.limits.reply_depth + 1):
             raise self._overrun("policy_budget", f"answered JSON nested deeper than {self.limits.reply_depth} levels")
         if "budget" in reply:
             raise self._overrun("policy_budget", str(reply["budget"])[:300])

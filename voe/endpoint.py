@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from voe.jsonl import nested_deeper_than
+
 MAX_REPLY_BYTES = 8 << 20  # a chat completion of a few thousand tokens is kilobytes; tool calls add little
 MAX_REPLY_DEPTH = 64  # nesting of a reply: a completion is 6 levels deep, a tool call's arguments a few more
 REDACTED = "[redacted]"
@@ -71,24 +73,11 @@ class Completion(_Loose):
     usage: Usage | None = None
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
-    stack = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if level > limit:
-            return True
-        if isinstance(item, dict):
-            stack.extend((v, level + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, level + 1) for v in item)
-    return False
-
-
 def problem(reply: Any) -> str | None:
     """Why `reply` is not a chat completion voe can read (one line), or None."""
     if not isinstance(reply, dict):
         return f"not a JSON object but {type(reply).__name__}"
-    if _deeper_than(reply, MAX_REPLY_DEPTH):
+    if nested_deeper_than(reply, MAX_REPLY_DEPTH):
         return f"nested deeper than {MAX_REPLY_DEPTH} levels"
     try:
         Completion.model_validate(reply)

@@ -127,3 +127,18 @@ class AppendLog:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether parsed JSON `value` nests deeper than `limit` levels (walked without recursion, so a value nested
+    past Python's recursion limit is measured too)."""
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if level > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return False

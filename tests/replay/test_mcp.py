@@ -5,12 +5,14 @@ verifies it, and no tool, resource or description carries anything verifier-only
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import json
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -200,20 +202,23 @@ def test_an_id_off_the_open_menu_is_an_off_menu_step_and_the_answer_names_the_en
     assert not (tmp_path / "run").exists()  # no episode ended: nothing written
 
 
-def _served(package: Path, out: Path) -> tuple[subprocess.Popen[str], str]:
+@contextlib.contextmanager
+def _served(package: Path, out: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`voe serve --transport http` on a free port: its process and URL; stopped when the block ends."""
     proc = subprocess.Popen([sys.executable, "-m", "voe.cli", "serve", str(package), "--out", str(out),
                              "--transport", "http", "--port", "0"], stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    said = []
-    match = None
-    while match is None and len(said) < 5:  # a resumed run says so first
-        said.append(proc.stderr.readline())
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", said[-1])
-    if match is None:
-        proc.kill()
-        proc.wait()
-        raise AssertionError(f"voe serve did not say where it listens: {said}")
-    return proc, match.group(0)
+    try:
+        assert proc.stderr is not None
+        said: list[str] = []
+        match = None
+        while match is None and len(said) < 5:  # a resumed run says so first
+            said.append(proc.stderr.readline())
+            match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", said[-1])
+        assert match is not None, f"voe serve did not say where it listens: {said}"
+        yield proc, match.group(0)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def test_two_clients_cannot_touch_each_others_episode_and_their_run_is_scored(
@@ -223,8 +228,7 @@ def test_two_clients_cannot_touch_each_others_episode_and_their_run_is_scored(
 
     order = list(reference_plans(package))
     out = tmp_path / "run"
-    proc, url = _served(package, out)
-    try:
+    with _served(package, out) as (_, url):
         async def drive() -> None:
             async with Client(url, mode="legacy", client_info=Implementation(name="alice", version="1")) as a, \
                     Client(url, mode="legacy", client_info=Implementation(name="bob", version="2")) as b:
@@ -241,9 +245,6 @@ def test_two_clients_cannot_touch_each_others_episode_and_their_run_is_scored(
                 assert (await b.call_tool("abstain_or_escalate", {})).structured_content["done"]
 
         asyncio.run(drive())
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
     info = json.loads((out / "run.json").read_text())
     assert info["trajectories"] == 2 and [c["name"] for c in info["settings"]["clients"]] == ["alice", "bob"]
     summary, scores = score_run(_session_graph, out)  # one policy name for every trajectory: scoreable
@@ -260,8 +261,7 @@ def test_a_server_killed_mid_episode_leaves_a_scoreable_run_that_serve_resumes(
 
     order = list(reference_plans(package))
     out = tmp_path / "run"
-    proc, url = _served(package, out)
-    try:
+    with _served(package, out) as (proc, url):
         async def drive() -> None:
             async with Client(url, mode="legacy", client_info=Implementation(name="c", version="1")) as c:
                 for task in order[:2]:
@@ -272,13 +272,9 @@ def test_a_server_killed_mid_episode_leaves_a_scoreable_run_that_serve_resumes(
 
         asyncio.run(drive())
         proc.send_signal(signal.SIGKILL)  # its third episode open, nothing flushed on the way out
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
     summary, scores = score_run(_session_graph, out)
     assert sorted(s.task_id for s in scores if s.label != "unplayed") == sorted(order[:2])
-    proc, url = _served(package, out)  # resumed: the open episode was not finished, its task is played again
-    try:
+    with _served(package, out) as (_, url):  # resumed: the open episode was not finished, its task is played again
         async def again() -> None:
             async with Client(url, mode="legacy", client_info=Implementation(name="c", version="1")) as c:
                 listed = {t["task_id"]: t["passes_left"]
@@ -288,7 +284,4 @@ def test_a_server_killed_mid_episode_leaves_a_scoreable_run_that_serve_resumes(
                 assert (await c.call_tool("abstain_or_escalate", {})).structured_content["done"]
 
         asyncio.run(again())
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
     assert json.loads((out / "run.json").read_text())["trajectories"] == 3
