@@ -20,6 +20,12 @@ def act(task, history, rng):
 """
 
 
+def _interruptible() -> None:
+    """Ctrl-C as a user's terminal delivers it: a suite started in the background of a non-interactive shell (`cmd &`)
+    inherits SIGINT ignored, and a program keeps an ignored SIGINT ignored, as nohup relies on."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def voe(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "voe.cli", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=600)
@@ -52,7 +58,7 @@ def test_ctrl_c_exits_130_and_leaves_the_older_run_whole(package: Path, tmp_path
     (tmp_path / "slow.py").write_text(SLOW)
     proc = subprocess.Popen([sys.executable, "-m", "voe.cli", "run", str(package), "--policy", "python:slow:act",
                              "--out", str(out), "--force"], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_interruptible)
     deadline = time.monotonic() + 120
     while not list(tmp_path.glob(".run.*.partial")) and time.monotonic() < deadline:
         time.sleep(0.1)  # the new run is being written aside
