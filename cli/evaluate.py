@@ -130,16 +130,10 @@ def run_cmd(package: Path, policy: str, passes: int, seed: int, out: Path, base_
         raise UsageError("--resume continues an agent run (openai:MODEL) or a python: policy's; other policies run "
                          "whole in seconds")
     claim_out(out, force=force, resume=resume)
-    if force and not resume and policy.startswith("openai:"):
-        from voe.artifacts.outdir import clear_for_rewrite
+    if force and not resume:
+        from voe.artifacts.outdir import start_run_over
 
-        clear_for_rewrite(out)  # an agent run writes in place (its parts are what --resume continues)
-    if force and not resume and policy.startswith("python:"):
-        import shutil
-
-        from voe.artifacts.outdir import resumable_folder
-
-        shutil.rmtree(resumable_folder(out), ignore_errors=True)  # an interrupted one is started over
+        start_run_over(out, policy)
     if policy.startswith("openai:"):
         from voe.llm import Settings, load_prices
         from voe.replay.agent_run import run_agent

@@ -76,20 +76,14 @@ def run(package: str | Path, policy: str, out: str | Path, *, passes: int = 1, s
     `openai:MODEL` against an OpenAI-compatible endpoint (`base_url`, else OPENAI_BASE_URL; further keyword
     arguments are replay.agent_run.run_agent's: concurrency, max_requests, resume, timeout, ...; a python: run
     takes `resume=True` too)."""
-    from voe.artifacts.outdir import RUN_MARKERS, claim_out, clear_for_rewrite
+    from voe.artifacts.outdir import RUN_MARKERS, claim_out, start_run_over
 
     pkg, folder = Path(package), Path(out)
     resume = bool(agent.get("resume"))
     resumable = policy.startswith(("openai:", "python:"))
     claim_out(folder, markers=RUN_MARKERS, what="run", force=force, resume=resume if resumable else None)
-    if policy.startswith("openai:") and force and not resume:
-        clear_for_rewrite(folder)  # an agent run writes in place
-    if policy.startswith("python:") and force and not resume:
-        import shutil
-
-        from voe.artifacts.outdir import resumable_folder
-
-        shutil.rmtree(resumable_folder(folder), ignore_errors=True)  # written beside, swapped in whole
+    if force and not resume:
+        start_run_over(folder, policy)
     if policy.startswith("openai:"):
         from voe.replay.agent_run import run_agent
 

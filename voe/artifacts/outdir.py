@@ -88,3 +88,13 @@ def clear_for_rewrite(out: Path) -> None:
     """For writers that build `out` in place (an agent run, whose parts --resume continues; a served run): an earlier
     artifact claimed with --force goes whole first, so none of its files mix with the new ones."""
     discard(set_aside(out))
+
+
+def start_run_over(out: Path, policy: str) -> None:
+    """A forced (not resumed) run of `policy` into `out` starts over: an agent run writes in place, so the earlier
+    run goes whole first; a python: run is written beside `out` and swapped in, so only the interrupted run kept
+    beside it goes (the earlier run stays whole until the swap). Other runs are staged and need nothing."""
+    if policy.startswith("openai:"):
+        clear_for_rewrite(out)
+    elif policy.startswith("python:"):
+        shutil.rmtree(resumable_folder(out), ignore_errors=True)
