@@ -356,7 +356,10 @@ def fact_counts(answers: list[TaskAnswer]) -> dict[str, Any]:
     """Distinct gold facts and how many tasks rest on each (DESIGN §7: at most two)."""
     per_fact = Counter(f for a in answers for f in set(a.gold_facts))
     return {"gold_facts": len(per_fact), "largest_fact_group": max(per_fact.values(), default=0),
-            "gold_facts_by_kind": dict(sorted(Counter(f.split(":", 1)[0] for f in per_fact).items()))}
+            "gold_facts_by_kind": dict(sorted(Counter(f.split(":", 1)[0] for f in per_fact).items())),
+            # a submission whose gold rests only on clean items: past half the tasks, "submit what is named" wins
+            "clean_submissions": sum(1 for a in answers
+                                     if a.gold_facts and all(f.startswith("clean:") for f in a.gold_facts))}
 
 
 def by_archive(views: list[TaskView], answers: list[TaskAnswer], cat: Any) -> dict[str, dict[str, int]]:
@@ -370,16 +373,20 @@ def by_archive(views: list[TaskView], answers: list[TaskAnswer], cat: Any) -> di
     return {k: dict(sorted(c.items())) for k, c in sorted(out.items())}
 
 
-def by_format(answers: list[TaskAnswer], cat: Any) -> dict[str, dict[str, int]]:
-    """Tasks and distinct gold facts per source format the subject was read from (a NERDm record, a collection of
-    records, a plain folder, an RO-Crate, a BagIt bag): how far the package reaches into what archives publish."""
+def by_format(answers: list[TaskAnswer], cat: Any) -> dict[str, dict[str, Any]]:
+    """Tasks, distinct gold facts and tasks per family for each source format the subject was read from (a NERDm
+    record, a collection of records, a plain folder, an RO-Crate, a BagIt bag): how far the package reaches into
+    what archives publish, and whether a format gives more than one kind of decision."""
     tasks: Counter[str] = Counter()
     facts: dict[str, set[str]] = {}
+    families: dict[str, Counter[str]] = {}
     for a in answers:
         fmt = str(cat.rows[a.binding[0]].get("source_format") or "nerdm") if a.binding[0] in cat.rows else "unknown"
         tasks[fmt] += 1
         facts.setdefault(fmt, set()).update(a.gold_facts)
-    return {f: {"tasks": tasks[f], "gold_facts": len(facts[f])} for f in sorted(tasks)}
+        families.setdefault(fmt, Counter())[a.family.value] += 1
+    return {f: {"tasks": tasks[f], "gold_facts": len(facts[f]), "families": dict(sorted(families[f].items()))}
+            for f in sorted(tasks)}
 
 
 def families_absent(families: dict[str, int]) -> dict[str, str]:

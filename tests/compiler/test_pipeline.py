@@ -509,18 +509,6 @@ def test_cypher_and_python_verdicts_agree_everywhere(compiled: dict[str, Any]) -
 GOLDEN = Path(__file__).parent / "golden" / "shared_package.json"
 
 
-def test_the_release_gate_page_is_this_packages_manifest() -> None:
-    """docs/results/release-gate.md is generated from the manifest of the package README's walkthrough compiles
-    (the same paths, ingested as the walkthrough does); VOE_UPDATE_GOLDEN=1 rewrites it."""
-    from voe.compiler import gate_page
-
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    walkthrough = readme.split("## Walkthrough", 1)[1].split("voe compile", 1)[0]
-    assert [p for p in walkthrough.replace("\\\n", " ").split() if p.startswith("../shared/archives/")] == [
-        f"../shared/archives/{p}" for p in gate_page.PATHS]
-    assert tuple(SOURCES) == gate_page.PATHS
-
-
 def _pinned(compiled: dict[str, Any]) -> dict[str, Any]:
     root = compiled["root"]
     manifest = json.loads((root / "pkg" / "manifest.json").read_text())
@@ -539,16 +527,6 @@ def _pinned(compiled: dict[str, Any]) -> dict[str, Any]:
                                   for n in ("steps.jsonl", "observations.jsonl")],
             "scores_sha256": hashlib.sha256((root / policy / "scores.jsonl").read_bytes()).hexdigest()}
     return {"content_hash": manifest["content_hash"], "files": manifest["files"], "runs": runs}
-
-
-def test_the_release_gate_page_states_the_compiled_package(compiled: dict[str, Any]) -> None:
-    from voe.compiler import gate_page
-
-    _, _, _, manifest = load_package(compiled["root"] / "pkg")
-    if os.environ.get("VOE_UPDATE_GOLDEN") == "1":
-        gate_page.DOC.write_text(gate_page.render(manifest))
-    assert gate_page.DOC.read_text() == gate_page.render(manifest), \
-        "docs/results/release-gate.md is stale: python -m voe.compiler.gate_page PKG (or VOE_UPDATE_GOLDEN=1)"
 
 
 def test_the_package_and_every_baseline_score_are_pinned(compiled: dict[str, Any]) -> None:
