@@ -47,7 +47,10 @@ ALLOWED: dict[str, frozenset[str]] = {
     ".odt": frozenset({"application/vnd.oasis.opendocument.text"}),
     ".ods": frozenset({"application/vnd.oasis.opendocument.spreadsheet"}),
     ".odp": frozenset({"application/vnd.oasis.opendocument.presentation"}),
-    ".py": frozenset({"text/x-python", "text/x-script.python", "text/plain", "application/x-python"}),
+    # text/x-python-code: NIST's own repository writes it (beside text/x-matlab-code for .m) and it names Python
+    # source; application/x-python-code is Python's type for compiled .pyc bytecode, wrong for a .py
+    ".py": frozenset({"text/x-python", "text/x-script.python", "text/x-python-code", "text/plain",
+                      "application/x-python"}),
     ".html": frozenset({"text/html"}),
     ".htm": frozenset({"text/html"}),
     ".svg": frozenset({"image/svg+xml"}),
