@@ -95,7 +95,9 @@ def _size(value: str, param: click.Parameter) -> int:
 @click.option("--max-cost", type=float, help="Stop cleanly once this much (USD, from --prices) is spent.")
 @click.option("--prices", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help='Price table JSON {model: {"input_per_mtok": USD, "output_per_mtok": USD}} (or VOE_PRICES).')
-@click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per API call.")
+@click.option("--timeout", default=120.0, show_default=True, type=float,
+              help="Seconds one try of an API call may take, its whole answer included; a call makes up to 8 tries "
+                   "with 0.5-8 s of backoff between (or the server's Retry-After).")
 @click.option("--resume", is_flag=True, help="Continue an interrupted agent or python: run in --out where it "
                                              "stopped (its finished trajectories are kept as each ends).")
 @click.option("--step-timeout", default=60.0, show_default=True, type=click.FloatRange(0, min_open=True),

@@ -18,7 +18,11 @@ client that played is in `settings.clients`).
 The answers file is never read: the package is loaded and its verifier-only answers dropped at once, so no tool
 or resource can reach them. Calls of one session may arrive concurrently; a lock keeps each step whole. An open
 episode belongs to the session that started it: another client's session (over HTTP any local program may
-connect) can neither act on it nor start another while it is open; it is told whose it is.
+connect) can neither act on it nor start another while it is open; it is told whose it is. The ownership ends
+with the session (the SDK's per-connection teardown: the client closed it, or the SDK dropped it as idle): the
+episode it left open is then the next session's to continue (its first action claims it, the steps so far
+stand) or to drop by starting a task (that one again, or another; the dropped episode's task keeps its pass), as
+a client that reconnects mid-episode expects.
 """
 
 import asyncio
@@ -62,6 +66,7 @@ class ServedRun:
         self.env = ReplayEnv(evidence)
         self.current: TaskView | None = None
         self.owner: object | None = None  # the session that opened the current episode
+        self.orphaned = False  # the current episode's session ended: the next session may continue or drop it
         self.played: Counter[str] = Counter()
         self.steps: list[StepRecord] = []
         self.summaries: list[TrajectorySummary] = []
@@ -121,31 +126,53 @@ class ServedRun:
                  "passes_left": self.passes - self.played[t]} for t in self.order]
 
     def _not_yours(self, session: object | None) -> bool:
-        return session is not None and self.owner is not None and session is not self.owner
+        return session is not None and self.owner is not None and session is not self.owner and not self.orphaned
 
-    def start(self, task_id: str, session: object | None = None) -> dict[str, Any]:
+    def _refuse_if_not_yours(self, session: object | None) -> None:
         if self.current is not None and self._not_yours(session):
             raise UsageError(f"task {self.current.task_id} is open in another client's session; only that session "
-                             "may act on it or end it")
-        if self.current is not None:
+                             "may act on it or end it (until that session ends)")
+
+    def ended(self, session: object) -> None:
+        """`session` is over (its client closed it, or the SDK dropped it as idle): an episode it left open is the
+        next session's, to continue or drop."""
+        if self.current is not None and self.owner is session:
+            self.orphaned = True
+
+    def _drop_open(self) -> str:
+        """The open episode, left by a session that ended, dropped: its steps go, its task keeps its pass."""
+        assert self.current is not None
+        finished = {s.trajectory_id for s in self.summaries}
+        self.steps = [r for r in self.steps if r.trajectory_id in finished]
+        dropped, self.current, self.owner, self.orphaned = self.current.task_id, None, None, False
+        return (f"the episode of task {dropped} left open by a session that ended was dropped; that task keeps its "
+                "pass")
+
+    def start(self, task_id: str, session: object | None = None) -> dict[str, Any]:
+        self._refuse_if_not_yours(session)
+        if self.current is not None and not self.orphaned:
             raise UsageError(f"task {self.current.task_id} is still open: end it with a terminal action first")
         view = self.views.get(task_id)
         if view is None:
             raise UsageError(f"no task {task_id!r} in this package; list_tasks names them")
         if self.played[task_id] >= self.passes:
             raise UsageError(f"task {task_id} was played {self.passes} time(s), all its passes (voe serve --passes)")
+        note = self._drop_open() if self.current is not None else None
         pass_index = self.played[task_id]
         self.env.reset(view, f"{self.run_id}/{task_id}/{pass_index}", self.policy, pass_index)
         self.current, self.owner = view, session
-        return {"task_id": task_id, "pass": pass_index, "task": task_text(view),
-                "menu": [e.model_dump(mode="json") for e in view.menu]}
+        opened: dict[str, Any] = {"task_id": task_id, "pass": pass_index, "task": task_text(view),
+                                  "menu": [e.model_dump(mode="json") for e in view.menu]}
+        if note is not None:
+            opened["note"] = note
+        return opened
 
     def act(self, action: dict[str, Any], session: object | None = None) -> dict[str, Any]:
         if self.current is None:
             raise UsageError("no task is open: call start_task first")
-        if self._not_yours(session):
-            raise UsageError(f"task {self.current.task_id} is open in another client's session; only that session "
-                             "may act on it or end it")
+        self._refuse_if_not_yours(session)
+        if self.orphaned:  # continued by a new session (the client reconnected): it is that session's now
+            self.owner, self.orphaned = session, False
         rec, done = self.env.step(action)
         self.steps.append(rec)
         answer: dict[str, Any] = {"t": rec.t, **json.loads(observation_text(rec)), "done": done}
@@ -155,7 +182,7 @@ class ServedRun:
             summary = self.env.summary.model_copy(deep=True)
             self.summaries.append(summary)
             self.played[self.current.task_id] += 1
-            self.current, self.owner = None, None
+            self.current, self.owner, self.orphaned = None, None, False
             answer["end"] = summary.end
             self.write()
         return answer
@@ -188,6 +215,21 @@ def _session_of(ctx: Any) -> object:
     return params if params is not None else ANONYMOUS
 
 
+ENDS_TOLD = "voe.served_run.ends_told"  # a connection's state key: its end is reported to the run
+
+
+def _tell_end(ctx: Any, run: ServedRun) -> None:
+    """Have the run told when the asking session ends, once per session: the SDK unwinds each connection's
+    `exit_stack` as it closes (the client's DELETE, the idle timeout, stdio's end). The connection is private to the
+    request's ServerSession; an SDK without it leaves ownership as it was (held until the server restarts)."""
+    connection = getattr(ctx.session, "_connection", None)
+    state = getattr(connection, "state", None)
+    if connection is None or not isinstance(state, dict) or state.get(ENDS_TOLD):
+        return
+    state[ENDS_TOLD] = True
+    connection.exit_stack.callback(run.ended, _session_of(ctx))
+
+
 def build_server(run: ServedRun) -> Any:
     """The MCP server over `run` (mcp's MCPServer, the 2.x name of FastMCP)."""
     from mcp.server.mcpserver import Context, MCPServer
@@ -202,6 +244,7 @@ def build_server(run: ServedRun) -> Any:
                                     "Only what the archive holds is shown; every step counts.")
 
     def who(ctx: Context) -> None:
+        _tell_end(ctx, run)
         params = ctx.session.client_params
         if params is not None and params.client_info is not None:
             run.met(params.client_info.name, params.client_info.version)

@@ -192,6 +192,7 @@ class SealedPolicy:
         self.home = Path(tempfile.mkdtemp(prefix="voe-policy-"))
         self.proc: subprocess.Popen[bytes] | None = None
         self._buf = b""
+        self._starting = False  # until the child's first line: an exit now is the interpreter's, not the policy's
         self.overruns = 0
         origin = _module_origin(module_name)
         if origin is not None and not _installed(origin):
@@ -243,14 +244,18 @@ class SealedPolicy:
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
                                          start_new_session=True, preexec_fn=_bounded_child(self.limits))  # noqa: PLW1509 - limits set between fork and exec, the only place they can be
         except OSError as exc:
-            raise UsageError(f"--policy python:{self.spec}: cannot start its process ({exc})") from exc
+            raise UsageError(f"--policy python:{self.spec}: cannot start its process ({exc}; "
+                             f"{self._interpreter()})") from exc
         assert self.proc.stderr is not None
         _Stderr(self.proc.stderr, self.limits.stderr_bytes, self.spec).start()
         self._buf = b""
+        self._starting = True
         try:
             hello = self._read()
         except PolicyOverrun as exc:
             raise PolicyFailed(f"the policy python:{self.spec} did not start: {exc}") from None
+        finally:
+            self._starting = False
         if "error" in hello:
             raise UsageError(f"--policy python:{self.spec}: {hello['error']}")
 
@@ -300,7 +305,17 @@ class SealedPolicy:
             name = "its CPU limit" if code in (-signal.SIGXCPU, 128 + signal.SIGXCPU) else "a limit (killed)"
             raise self._overrun("policy_budget", f"was stopped by {name}")
         self._kill()
+        if self._starting and code in (126, 127):
+            # the shell's and unshare's codes for a program that cannot be executed (126) or is not there (127):
+            # a venv's python linked into a folder the sandbox does not hold, a shim whose target is gone
+            raise PolicyFailed(f"the policy python:{self.spec} could not run: its interpreter could not be started "
+                               f"(exit {code} before its first line; {self._interpreter()})")
         raise PolicyFailed(f"the policy python:{self.spec} stopped (its process exited with {code})")
+
+    def _interpreter(self) -> str:
+        """What the child is started with, as one names it to fix it: the path, the file it really is, the sealing
+        (in namespaces the path must resolve inside the sandbox's root too)."""
+        return f"interpreter {sys.executable} -> {os.path.realpath(sys.executable)}, sealing {self.sealing}"
 
     def _read(self) -> dict[str, Any]:
         """One answer line, within the step's deadline and the answer's size and nesting caps."""

@@ -5,12 +5,14 @@ arrives), so a 400 MB answer costs at most that much memory and is neither store
 its nesting bounded; it is validated against the shape voe reads (`Completion`) before anything uses it, so a
 `choices`, `message`, `tool_calls` or `usage` of another type is one line naming the field, never a traceback;
 and a secret it carries (a server that echoes the Authorization header) is replaced before it is written
-anywhere. The whole call, a body dripped a byte at a time included, is bounded by the caller's timeout
-(voe/llm.py `ChatClient`).
+anywhere. Each try is bounded whole by its timeout (voe/llm.py `ChatClient` sets it from --timeout): the headers
+and every read of the body wait at most what is left of it, so a body dripped a byte at a time is cut off
+(httpx's own timeouts are per read) as a timeout, which the openai client retries as it retries any.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import sys
@@ -104,12 +106,20 @@ def _capped_classes(http: Any) -> tuple[type, type]:
     its fork httpx2 after): built on that library's own base classes, which its client checks."""
 
     class Capped(http.AsyncByteStream):  # type: ignore[misc]
-        def __init__(self, inner: Any) -> None:
-            self.inner = inner
+        def __init__(self, inner: Any, request: Any, deadline: float | None) -> None:
+            self.inner, self.request, self.deadline = inner, request, deadline
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             seen = 0
-            async for chunk in self.inner:
+            chunks = aiter(self.inner)
+            while True:
+                try:
+                    async with asyncio.timeout_at(self.deadline):
+                        chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    raise http.ReadTimeout(_late(self.request), request=self.request) from None
                 seen += len(chunk)
                 if seen > MAX_REPLY_BYTES:
                     raise ReplyTooLarge()
@@ -123,13 +133,19 @@ def _capped_classes(http: Any) -> tuple[type, type]:
             self.inner = inner
 
         async def handle_async_request(self, request: Any) -> Any:
-            response = await self.inner.handle_async_request(request)
+            deadline = _deadline(request)
+            try:
+                async with asyncio.timeout_at(deadline):
+                    response = await self.inner.handle_async_request(request)
+            except TimeoutError:
+                raise http.ReadTimeout(_late(request), request=request) from None
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > MAX_REPLY_BYTES:
                 await response.aclose()
                 raise ReplyTooLarge(int(declared))
             return http.Response(status_code=response.status_code, headers=response.headers,
-                                 stream=Capped(response.stream), extensions=response.extensions, request=request)
+                                 stream=Capped(response.stream, request, deadline), extensions=response.extensions,
+                                 request=request)
 
         async def aclose(self) -> None:
             await self.inner.aclose()
@@ -137,8 +153,26 @@ def _capped_classes(http: Any) -> tuple[type, type]:
     return Capped, Transport
 
 
+def _whole(request: Any) -> float | None:
+    """How long a try of `request` may take in all: the longest of the per-phase timeouts httpx carries (voe gives
+    one value for all), so the phases together never outlast it."""
+    phases = request.extensions.get("timeout") or {}
+    return max((v for v in phases.values() if v is not None), default=None)
+
+
+def _deadline(request: Any) -> float | None:
+    """When the try of `request` must be over, on the event loop's clock."""
+    whole = _whole(request)
+    return None if whole is None else asyncio.get_running_loop().time() + whole
+
+
+def _late(request: Any) -> str:
+    return f"the answer was not complete within {_whole(request) or 0:g} s (the whole try, headers and body)"
+
+
 def capped_client(openai: Any, limits: Any) -> Any:
-    """The openai client's default HTTP client, its transport refusing every reply body past MAX_REPLY_BYTES."""
+    """The openai client's default HTTP client, its transport refusing every reply body past MAX_REPLY_BYTES and
+    ending every try, headers and body, at the request's timeout (`_deadline`)."""
     base = next(c for c in openai.DefaultAsyncHttpxClient.__mro__ if c.__name__ == "AsyncClient")
     http = sys.modules[base.__module__.split(".")[0]]
     _, transport = _capped_classes(http)

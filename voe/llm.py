@@ -57,7 +57,6 @@ ResponseFormat = Literal["json_schema", "json_object", "json_object_schema", "no
 
 
 DEFAULT_MAX_TOKENS = 2048
-BACKOFF_ALLOWANCE_S = 10.0  # what the client's retries may sleep between tries, on top of --timeout a try
 
 
 class Settings(BaseModel):
@@ -460,10 +459,9 @@ class ChatClient:
             once = probe or not retries
             options: dict[str, Any] = {"headers": RAW_RESPONSE, **({"max_retries": 0} if once else {})}
             tries = 1 if once else self.max_attempts
-            # the whole call, a body dripped a byte at a time included: httpx's timeout is per read
-            raw = await asyncio.wait_for(
-                self._client.post("/chat/completions", body=req, cast_to=dict, options=options),
-                self._timeout * tries + BACKOFF_ALLOWANCE_S * (tries - 1))
+            # each try ends at --timeout, its body dripped a byte at a time included (voe/endpoint.py), and is
+            # retried as a timeout: the call lasts at most `tries` × --timeout plus the client's sleeps between
+            raw = await self._client.post("/chat/completions", body=req, cast_to=dict, options=options)
             resp = raw.parse()
             self._tool_choice_known = self._tool_choice_known or "tools" in req
         except openai.APIStatusError as exc:
@@ -482,10 +480,10 @@ class ChatClient:
                 self.retries += 1
                 return response, tries + 1
             raise LLMError(redact(f"the endpoint answered {exc.status_code}: {exc.message}")) from None
-        except TimeoutError:
-            raise LLMError(f"the endpoint did not finish its answer within {self._timeout:g} s a try (--timeout)") \
-                from None
-        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+        except openai.APITimeoutError:
+            raise LLMError(f"the endpoint did not finish its answer within {self._timeout:g} s a try (--timeout), "
+                           f"{tries} {'try' if tries == 1 else 'tries'}") from None
+        except openai.APIConnectionError as exc:
             if (big := too_large(exc)) is not None:
                 raise LLMError(str(big)) from None
             raise LLMError(redact(f"the endpoint did not answer ({type(exc).__name__}: {exc})", self._key)) from None

@@ -252,6 +252,48 @@ def test_two_clients_cannot_touch_each_others_episode_and_their_run_is_scored(
         set(order[:2])
 
 
+def test_an_episode_whose_session_ended_is_the_next_sessions_to_continue_or_drop_and_the_run_scores(
+        package: Path, _session_graph: Graph, tmp_path: Path) -> None:
+    """A client that reconnects mid-episode (its session closed, a new one opened): the new session continues the
+    episode the old one left open, its steps so far standing; a later one drops such an episode by starting a
+    task, and the dropped task keeps its pass. Two live sessions still cannot touch each other's episode
+    (test_two_clients_cannot_touch_each_others_episode_and_their_run_is_scored)."""
+    from mcp import Client
+    from mcp.types import Implementation
+
+    order = list(reference_plans(package))
+    out = tmp_path / "run"
+    agent = Implementation(name="agent", version="1")
+    with _served(package, out) as (_, url):
+        async def drive() -> None:
+            async with Client(url, mode="legacy", client_info=agent) as c:
+                assert not (await c.call_tool("start_task", {"task_id": order[0]})).is_error
+                assert not (await c.call_tool("request_characterization", {"entry_id": "E1"})).is_error
+            async with Client(url, mode="legacy", client_info=agent) as c:  # reconnected: continues it
+                done = await c.call_tool("abstain_or_escalate", {})
+                assert not done.is_error, done.content
+                assert done.structured_content["done"] and done.structured_content["t"] == 1  # after the first session's step
+                assert not (await c.call_tool("start_task", {"task_id": order[1]})).is_error
+                assert not (await c.call_tool("request_characterization", {"entry_id": "E1"})).is_error
+            async with Client(url, mode="legacy", client_info=agent) as c:  # reconnected: starts another
+                opened = await c.call_tool("start_task", {"task_id": order[2]})
+                assert not opened.is_error, opened.content
+                assert f"task {order[1]} left open" in opened.structured_content["note"]
+                assert (await c.call_tool("abstain_or_escalate", {})).structured_content["done"]
+                listed = {t["task_id"]: t["passes_left"]
+                          for t in (await c.call_tool("list_tasks", {})).structured_content["tasks"]}
+                assert (listed[order[0]], listed[order[1]], listed[order[2]]) == (0, 1, 0)
+
+        asyncio.run(drive())
+    info = json.loads((out / "run.json").read_text())
+    assert info["trajectories"] == 2 and info["policy"] == "mcp:agent/1"
+    steps = list(read_jsonl(out / "steps.jsonl"))
+    assert [s["trajectory_id"].split("/")[-2] for s in steps] == [order[0], order[0], order[2]]  # none of order[1]
+    summary, scores = score_run(_session_graph, out)
+    assert summary["trajectories"] == len(order)
+    assert sorted(s.task_id for s in scores if s.label != "unplayed") == sorted([order[0], order[2]])
+
+
 def test_a_server_killed_mid_episode_leaves_a_scoreable_run_that_serve_resumes(
         package: Path, _session_graph: Graph, tmp_path: Path) -> None:
     import signal

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ import pytest
 from voe.artifacts.package import load_package
 from voe.config import Neo4jSettings
 from voe.replay.runner import run_policy
-from voe.replay.sealed import namespaces_available
+from voe.replay.sealed import PolicyFailed, SealedPolicy, namespaces_available
 from voe.verifiers.labels import label_package, labels_folder
 
 HUNTER = '''
@@ -184,3 +185,31 @@ def test_the_sealed_child_sees_voe_only_as_voe(package: Path, tmp_path: Path, mo
     steps = [json.loads(line) for line in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
     payloads = {tuple(s["payload"] or []) for s in steps}
     assert payloads == {("none",)}, payloads
+
+
+@pytest.mark.parametrize("code", [127, 126], ids=["interpreter_missing", "interpreter_not_executable"])
+def test_an_interpreter_that_cannot_start_is_named_not_the_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  code: int) -> None:
+    """The child's interpreter exits 127 (not there) or 126 (not executable) before its first line, as a venv's
+    python linked into a folder the sandbox does not hold does: one line says the interpreter could not be started,
+    naming it, the file it really is and the sealing, rather than blaming a policy that never ran. The interpreter
+    here is a shim whose target is gone (or not executable), as a version manager's is."""
+    sealing = "namespaces" if namespaces_available() else "process"  # decided with the real interpreter
+    target = tmp_path / "not-executable"
+    target.write_text("")
+    shim = tmp_path / "bin" / "python3"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec {tmp_path / "gone" / "python3" if code == 127 else target} "$@"\n')
+    shim.chmod(0o755)
+    link = tmp_path / "python"
+    link.symlink_to(shim)
+    (tmp_path / "abstains.py").write_text("def act(task, history, rng):\n    return {'action': 'abstain_or_escalate'}\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "executable", str(link))
+    with pytest.raises(PolicyFailed) as caught:
+        SealedPolicy("abstains:act", tmp_path)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "interpreter could not be started" in message and f"exit {code}" in message, message
+    assert f"interpreter {link} -> {shim}" in message and f"sealing {sealing}" in message, message
+    assert "stopped (its process exited" not in message

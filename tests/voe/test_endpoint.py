@@ -9,6 +9,7 @@ completions): each test sets what it answers."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import threading
 import time
@@ -115,10 +116,13 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
 
 
-def client(base_url: str, tmp_path: Path, timeout: float = 30.0) -> ChatClient:
+def client(base_url: str, tmp_path: Path, timeout: float = 30.0, max_attempts: int = 1) -> ChatClient:
     return ChatClient(Settings(model="m"), base_url, cache=ResponseCache(tmp_path / "shared"),
-                      run_cache=ResponseLog(tmp_path / "run"), budget=Budget(), prices={}, max_attempts=1,
+                      run_cache=ResponseLog(tmp_path / "run"), budget=Budget(), prices={}, max_attempts=max_attempts,
                       timeout=timeout)
+
+
+DEFAULT_ATTEMPTS = inspect.signature(ChatClient).parameters["max_attempts"].default
 
 
 def ask(chat: ChatClient) -> Any:
@@ -146,8 +150,15 @@ def test_each_hostile_shape_is_one_line_of_error_and_nothing_is_kept(shape: str,
     assert not log.exists() or log.read_text() == ""  # nothing of it was recorded for a replay
 
 
-def test_a_reply_dripped_a_byte_at_a_time_is_cut_off_by_the_timeout(tmp_path: Path) -> None:
+@pytest.mark.parametrize("attempts", [1, pytest.param(DEFAULT_ATTEMPTS, marks=pytest.mark.slow)],
+                         ids=["one_try", "default_tries"])
+def test_a_reply_dripped_a_byte_at_a_time_is_cut_off_by_the_timeout(tmp_path: Path, attempts: int) -> None:
+    """Each try ends at --timeout, headers and body together (httpx's own timeouts are per read, and a byte every
+    0.1 s never trips them), and the client's retries go on as for any timeout: the call ends within the tries'
+    timeouts plus the client's backoff between them (0.5 s doubling to at most 8 s), not the 17 minutes a
+    bound of the whole call made of per-try allowances gave with the defaults."""
     stop = threading.Event()
+    timeout = 1.0
 
     def drip(h: BaseHTTPRequestHandler) -> None:
         data = json.dumps(_message(content="x" * 200)).encode()
@@ -165,12 +176,16 @@ def test_a_reply_dripped_a_byte_at_a_time_is_cut_off_by_the_timeout(tmp_path: Pa
                 return
             time.sleep(0.1)
 
+    backoff = sum(min(0.5 * 2 ** n, 8.0) for n in range(attempts - 1))
+    bound = attempts * (timeout + 0.5) + backoff + 3.0  # 0.5 s a try and 3 s in all for connecting and the loop
     with Hostile(drip) as server:
         started = time.monotonic()
         try:
-            with pytest.raises(LLMError, match="did not finish its answer within 2 s"):
-                ask(client(server.base_url, tmp_path, timeout=2.0))
-            assert time.monotonic() - started < 10
+            with pytest.raises(LLMError, match=f"did not finish its answer within 1 s a try .*{attempts} tr"):
+                ask(client(server.base_url, tmp_path, timeout=timeout, max_attempts=attempts))
+            took = time.monotonic() - started
+            assert took < bound, f"{took:.1f} s, past {bound:.1f} s"
+            assert server.calls == attempts  # every try made, each cut off
         finally:
             stop.set()
 
