@@ -8,8 +8,9 @@ Sorted by what blocks use first:
 2. `conflict`: the archive's own statements disagree (a change no changelog or release history states, release
    dates that go backwards, a calibration only claimed or named and held nowhere, an item whose material its record
    contradicts): a packet resting on it cannot be completed until the owner says which holds;
-3. `stale`: the archive resolves it itself (a checksum file marked invalid while its digest agrees, or a
-   byte-identical copy has a valid one): the data stand, the metadata want fixing;
+3. `stale`: the archive resolves it itself (a checksum file marked invalid while its digest agrees, a
+   byte-identical copy has a valid one, or a second manifest agrees with the bytes where the first does not): the
+   data stand, the metadata want fixing;
 4. `note`: recorded, and fine (a record that declares no checksum at all, a schema departure);
 5. `our tools`: a finding of voe's own parsers (a budget, a parser that failed), not of the archive.
 
@@ -94,6 +95,11 @@ def audit(graph: Graph, records: list[str] | None = None) -> AuditReport:
                "and agrees" if r["how"] == "copy" else
                f"resolved by the bag's payload manifest, which lists {r['item']} with the digest its bytes have; "
                f"the declaration in {r['stale_sidecar']} is stale" if r["how"] == "manifest" else
+               f"resolved by the crate's digest list {r['copy_sidecar']}, which lists {r['item']} with the digest its "
+               f"bytes have; the sha256 the crate's metadata declares ({r['stale_sidecar']}) is stale"
+               if r["how"] == "crate_list" else
+               f"resolved by the crate's own metadata, whose sha256 for {r['item']} is the digest its bytes have; the "
+               f"line of {r['stale_sidecar']} is stale" if r["how"] == "crate_metadata" else
                f"resolved by the record's own data: what it declares of {r['stale_sidecar']} agrees with "
                f"{r['item']}'s digest; the valid: false flag is stale")
         resolved_by.setdefault(r["defect_id"], how)

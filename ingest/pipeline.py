@@ -26,7 +26,7 @@ from voe.ingest.sources.nerdm import schema as nerdm_schema
 from voe.ingest.sources.nerdm.build import NERDM_FILENAME, find_record_file, open_record
 from voe.ingest.sources.nerdm.collection import collection_builders, looks_like_collection
 from voe.ingest.sources.nerdm.stream import NerdmStream, NotStreamable, open_streamed
-from voe.ingest.sources.rocrate import METADATA, crate_builders, crate_files, is_crate_file
+from voe.ingest.sources.rocrate import crate_builders, crate_files, is_bagged_crate, is_crate_file, is_crate_folder
 from voe.ingest.write.loader import clean_stale, write_record, write_streamed
 from voe.settings import settings
 
@@ -297,6 +297,8 @@ def _builders(path: Path, schemas: nerdm_schema.NerdmSchemas | None, graph: Grap
     if path.is_dir():
         if (path / NERDM_FILENAME).exists() or (path / NERDM_FILENAME).is_symlink():
             return [("nerdm", _nerdm(path, schemas, whole))]
+        if is_bagged_crate(path):  # the bag's manifests are read as the crate's second statement
+            return _crates(path, problems)
         if is_bag(path) or bag_paths(path):
             return _bags(path, problems)
         if all(kind == "dir" for _, kind in iter_entries(path)):  # stops at the first entry that is not a folder
@@ -348,7 +350,7 @@ def _crates(path: Path, problems: list[IngestProblem]) -> list[tuple[str, Builde
     (a folder's notes and licences excepted); the rest of the call lands."""
     builders, errors = crate_builders(path)
     problems += [IngestProblem.of(e.path or str(path), e.message, e.pointer) for e in errors]
-    if path.is_dir() and not (path / METADATA).is_file():
+    if path.is_dir() and not is_crate_folder(path):
         crates = {b.crate.source for b in builders} | {Path(e.path) for e in errors if e.path}
         for f in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
             if f not in crates and not NOT_DATA.search(f.name):

@@ -3,7 +3,9 @@ changelog states the rename (submit the renamed file with the support: the name 
 hard negative for "localize the unavailable"); the subject was removed by a release whose changelog item names
 the file that replaces it (submit the replacement with the support); the subject's checksum file is marked
 invalid or disagrees, while a byte-identical copy in the archive has a valid, agreeing one (the item is
-checkable through the copy: submit, and the curator's report names the stale checksum file); the subject is a
+checkable through the copy: submit, and the curator's report names the stale checksum file), or a declared
+digest disagrees with the bytes while a second statement of the archive agrees (a bag's manifest, a crate's digest
+list or its own metadata); the subject is a
 file a release changed, as its changelog states (the current release holds the corrected bytes: a hard negative
 for "flag what changed"); and a clean archived subject with clean support."""
 
@@ -57,11 +59,13 @@ def replaced(s: Subject) -> Moment | Skip | None:
 @rule(Family.PACKET_SUBMISSION, "resolved",
       gold="submit_risk_packet [subject, support]",
       why=("The record marks the checksum file invalid (or it disagrees), yet a byte-identical copy in the "
-           "archive has a valid checksum file that agrees: the bytes are checkable, so the packet is submitted "
-           "and the curator's report names the stale checksum file."))
+           "archive has a valid checksum file that agrees; or the archive states the file's digest twice (a "
+           "bag's NERDm metadata and its payload manifest, a crate's metadata and a digest list inside it) and "
+           "one statement agrees with the bytes where the other does not: the bytes are checkable, so the "
+           "packet is submitted and the curator's report names the stale declaration."))
 def resolved(s: Subject) -> Moment | Skip | None:
-    """A stale checksum file a valid, agreeing copy resolves (of the subject or an item the packet rests on):
-    submit the packet, after reading the copy."""
+    """A stale checksum file a valid, agreeing copy resolves, or a stale digest a second statement of the archive
+    resolves (of the subject or an item the packet rests on): submit the packet, after reading the copy."""
     stale = [x for x in [s.evidence_id, *s.support, *s.calibrators] if x in s.cat.resolved]
     if not stale or s.cat.objects[s.evidence_id].status != "archived":
         return None

@@ -37,3 +37,21 @@ WHERE coalesce(r.ingest_state, 'complete') = 'complete'
 MATCH p = (f)-[:PART_OF*0..]->(holder:Component)<-[:EVIDENCED_BY]-(e:Evidence)
 RETURN d.id AS defect_id, 'manifest' AS how, f.filepath AS item, f.filepath AS copy, null AS copy_sidecar,
        d.path AS stale_sidecar, e.id AS copy_evidence, length(p) AS depth
+UNION
+// - by an RO-Crate's second statement (ingest/sources/rocrate.py): the crate's metadata declares another sha256 than
+//   the file's bytes while a digest list inside the crate lists the file with the digest they have (a line located
+//   on it and no line of any list disagreeing); or a list's line disagrees with the bytes while the crate's own
+//   sha256 is theirs. The statement that disagrees is stale; the file stands.
+MATCH (r:Record)-[:HAS_COMPONENT]->(f:DataFile)-[:HAS_DEFECT]->(d:Defect)
+WHERE coalesce(r.ingest_state, 'complete') = 'complete' AND d.rule IN ['crate.sha256', 'crate.manifest']
+OPTIONAL MATCH (f)-[:LOCATED_AT]->(l:SourceLocation {kind: 'line'})
+OPTIONAL MATCH (f)-[:STORED_AS]->(b:File)
+WITH r, f, d, min(l.path) AS listed_in, collect(DISTINCT b.sha256) AS held
+WHERE (d.rule = 'crate.sha256' AND listed_in IS NOT NULL
+       AND NOT (f)-[:HAS_DEFECT]->(:Defect {rule: 'crate.manifest'}))
+   OR (d.rule = 'crate.manifest' AND f.declared_sha256 IN held
+       AND NOT (f)-[:HAS_DEFECT]->(:Defect {rule: 'crate.sha256'}))
+MATCH p = (f)-[:PART_OF*0..]->(holder:Component)<-[:EVIDENCED_BY]-(e:Evidence)
+RETURN d.id AS defect_id, CASE d.rule WHEN 'crate.sha256' THEN 'crate_list' ELSE 'crate_metadata' END AS how,
+       f.filepath AS item, f.filepath AS copy, CASE d.rule WHEN 'crate.sha256' THEN listed_in ELSE d.path END
+       AS copy_sidecar, d.path AS stale_sidecar, e.id AS copy_evidence, length(p) AS depth

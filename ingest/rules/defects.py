@@ -23,7 +23,12 @@ Rules (NERDm records):
   a member no entity describes, the crate's own packaging excepted), `id_escapes_root` (rule `crate.file.escapes`:
   an `@id` that resolves outside the crate root; nothing outside is read), and `size_mismatch`, `checksum_mismatch`,
   `media_type_mismatch` for a member against its entity's `contentSize`, `sha256`, `encodingFormat` (rules
-  `crate.size`, `crate.sha256`, `crate.encoding_format`).
+  `crate.size`, `crate.sha256`, `crate.encoding_format`). A digest list inside the crate (a bag's manifests when the
+  crate is its `data/`, `SHA256SUMS`-style lists, `.sha256` sidecars) is a second statement: `checksum_mismatch`
+  (rule `crate.manifest`: a line against the bytes it names), `described_not_held` (rule `crate.manifest.absent`:
+  a line for a path the container does not hold), `id_escapes_root` (rule `crate.manifest.escapes`: a line whose
+  path leaves the crate root, on the Record; nothing is read). Where one statement agrees with the bytes and the
+  other does not, the archive resolves the disagreeing one (cypher/compiler/resolved_defects.cypher).
 - Readmes (ingest/rules/readmes.py): `readme_cites_other_record` (rule `nerdm.readme.identifier`: the readme gives a
   repository identifier that is neither the record's nor among its references), `readme_names_other_file` (rule
   `nerdm.readme.filename`: a file name the record lists under another name), `readme_names_absent_file` (rule
@@ -220,6 +225,9 @@ RULES: dict[str, DefectKind] = {
     "crate.size": DefectKind.SIZE_MISMATCH,
     "crate.sha256": DefectKind.CHECKSUM_MISMATCH,
     "crate.encoding_format": DefectKind.MEDIA_TYPE_MISMATCH,
+    "crate.manifest": DefectKind.CHECKSUM_MISMATCH,
+    "crate.manifest.absent": DefectKind.DESCRIBED_NOT_HELD,
+    "crate.manifest.escapes": DefectKind.ID_ESCAPES_ROOT,
     "bag.manifest": DefectKind.CHECKSUM_MISMATCH,
     "bag.tagmanifest": DefectKind.CHECKSUM_MISMATCH,
     "bag.manifest.absent": DefectKind.DESCRIBED_NOT_HELD,
@@ -317,12 +325,14 @@ GOLDS: dict[DefectKind, Gold] = {
     DefectKind.ENTITY_PATH_MISMATCH: Gold(Decision.FLAG, "The crate's entity names a path its container does not "
                                           "hold; the bytes sit under another name. Software that follows the "
                                           "metadata finds nothing, and which member the entity means is a guess."),
-    DefectKind.DESCRIBED_NOT_HELD: Gold(Decision.LOCALIZE, "The crate describes a file its container does not hold "
-                                        "under any name: the item is named and cannot be had from this export."),
+    DefectKind.DESCRIBED_NOT_HELD: Gold(Decision.LOCALIZE, "The crate describes (or its manifest lists) a file its "
+                                        "container does not hold under any name: the item is named and cannot be "
+                                        "had from this export."),
     DefectKind.UNDESCRIBED_MEMBER: Gold(Decision.FLAG, "The container holds a file no entity describes: nothing says "
                                         "what it is, where it came from, or that it belongs to the crate."),
-    DefectKind.ID_ESCAPES_ROOT: Gold(Decision.FLAG, "The entity's identifier resolves outside the crate: it points "
-                                     "at something the crate cannot vouch for (and voe does not read)."),
+    DefectKind.ID_ESCAPES_ROOT: Gold(Decision.FLAG, "The entity's identifier (or a manifest line's path) resolves "
+                                     "outside the crate: it points at something the crate cannot vouch for (and voe "
+                                     "does not read)."),
     DefectKind.README_CITES_OTHER_RECORD: Gold(Decision.FLAG, "The readme gives an identifier of the repository that "
                                                "is not this record's and not one it references: it describes, or "
                                                "tells readers to cite, another record."),

@@ -14,7 +14,23 @@ each fact located by JSON pointer into the metadata file (`/@graph/5`) or at the
 - no member of that name: the crate describes an item its container does not hold (`described_not_held`: an
   unavailable Evidence, like a file a checksum file attests);
 - a member no entity describes (`undescribed_member`), except the packaging of the crate itself (its metadata,
-  preview, signature and public key).
+  preview, signature and public key, and the digest lists below).
+
+A digest list inside the crate is a second statement of its files' digests (ingest/sources/digest_lists.py: BagIt
+manifests, where the crate is the `data/` folder of a bag, the bag's own `manifest-<alg>.txt` and
+`tagmanifest-<alg>.txt`; `SHA256SUMS`-style lists and `<file>.sha256` sidecars anywhere in the root). Each line's
+path is resolved against the list's folder as an `@id` is against the root, never leaving it, and each line is a
+fact located at its line. Three statements meet per file, the crate's `sha256`, the list's digest and the bytes:
+
+- the line disagrees with the bytes: `checksum_mismatch` (rule `crate.manifest`) on the file, at the line;
+  resolved when the crate's own `sha256` agrees with the bytes (the line is stale);
+- the crate's `sha256` disagrees with the bytes (`crate.sha256`) and a list agrees with them: resolved by the list
+  (the crate's declaration is stale; cypher/compiler/resolved_defects.cypher);
+- a line for a path the container does not hold: `described_not_held` (rule `crate.manifest.absent`), an
+  unavailable Evidence located at the line (unless an entity already describes that path);
+- a line whose path climbs out of the root (or is absolute): refused as such (`id_escapes_root`, rule
+  `crate.manifest.escapes`, on the Record) and nothing is read. A bag's manifest lines for its own tag files
+  (beside `data/`, not in the crate) are the bag's, not the crate's: left alone.
 
 Identity: `crate:<name>` where name is the archive the crate is a version of: the folder that holds it when that
 folder is named `<name>@<version>` (the same export at successive commits), else the file's stem; version the part
@@ -41,9 +57,11 @@ from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ingest.builder import BuilderCore, Origin, RecordGraph, stamp_rows
 from voe.ingest.payloads.files import LocalBytes, hash_file
+from voe.ingest.payloads.parsers.model import Fact
 from voe.ingest.payloads.parsers.release import version_key
 from voe.ingest.rules import ids, media_types
 from voe.ingest.rules.evidence import evidence_kind
+from voe.ingest.sources.digest_lists import MAX_LIST_BYTES, Listed, digest_of, list_kind, read_list
 from voe.ontology import Label, Rel
 
 METADATA = "ro-crate-metadata.json"
@@ -54,6 +72,7 @@ MAX_MEMBERS = 20_000
 MAX_MEMBER_BYTES = 1 << 30  # a member larger than this is not extracted (its size is still compared)
 MAX_TOTAL_BYTES = 4 << 30
 VERSIONED = re.compile(r"^(?P<name>[^@]+)@(?P<version>[^@]+)$")
+BAG_PAYLOAD = "data"  # "RO-Crate in a BagIt bag": the bag's payload folder is the crate root
 
 
 def is_crate_file(path: Path) -> bool:
@@ -67,12 +86,23 @@ def is_crate_file(path: Path) -> bool:
         return False
 
 
+def is_crate_folder(path: Path) -> bool:
+    """A folder holding ro-crate-metadata.json, or a BagIt bag whose payload is a crate."""
+    return (path / METADATA).is_file() or is_bagged_crate(path)
+
+
+def is_bagged_crate(path: Path) -> bool:
+    """"RO-Crate in a BagIt bag": a bag folder whose payload folder (`data/`) is the crate root, the bag's manifests
+    a second statement of the crate's digests."""
+    return (path / "bagit.txt").is_file() and (path / BAG_PAYLOAD / METADATA).is_file()
+
+
 def crate_files(path: Path) -> list[Path]:
-    """The crates a path holds: the path itself, a folder with ro-crate-metadata.json, or the crate files of a
-    folder and its subfolders (a folder of exports)."""
+    """The crates a path holds: the path itself, a folder with ro-crate-metadata.json (or a bag of one), or the
+    crate files of a folder and its subfolders (a folder of exports)."""
     if path.is_file():
         return [path] if is_crate_file(path) else []
-    if (path / METADATA).is_file():
+    if is_crate_folder(path):
         return [path]
     return sorted(p for p in path.rglob("*") if not p.is_symlink() and is_crate_file(p))
 
@@ -120,11 +150,11 @@ def _types(e: dict[str, Any]) -> list[str]:
 def read_crate(source: Path) -> Crate:
     """The crate's listing and metadata; InputError names the file and what is wrong with it."""
     if source.is_dir():
-        meta = source / METADATA
-        raw = meta.read_bytes()
+        root = BAG_PAYLOAD if is_bagged_crate(source) else ""
+        member = posixpath.join(root, METADATA)
+        raw = (source / member).read_bytes()
         members = {p.relative_to(source).as_posix(): p.stat().st_size for p in source.rglob("*")
                    if p.is_file() and not p.is_symlink()}
-        root, member = "", METADATA
     else:
         try:
             with zipfile.ZipFile(source) as z:
@@ -158,11 +188,29 @@ def read_crate(source: Path) -> Crate:
 
 def _inside(root: str, eid: str) -> str | None:
     """The member path an entity's @id names, resolved against the crate root; None when it climbs out."""
-    rel = eid[2:] if eid.startswith("./") else eid.lstrip("/")
-    joined = posixpath.normpath(posixpath.join(root, rel)) if rel else root
+    return _resolve(root, root, eid[2:] if eid.startswith("./") else eid.lstrip("/"))
+
+
+def _resolve(root: str, base: str, rel: str) -> str | None:
+    """The member path `rel` names from the folder `base`; None when it leaves `root` (a folder of the container,
+    "" for all of it)."""
+    joined = posixpath.normpath(posixpath.join(base, rel)) if rel else base
     if joined.startswith("../") or joined == ".." or (root and joined != root and not joined.startswith(root + "/")):
         return None
     return joined
+
+
+@dataclass
+class DigestList:
+    """A digest list the crate carries: its member, its path as locations name it, the folder its paths are relative
+    to and the folder they must stay inside, its bytes and its lines."""
+
+    member: str
+    path: str
+    base: str
+    bound: str
+    local: LocalBytes
+    lines: list[Listed]
 
 
 @dataclass
@@ -197,6 +245,9 @@ class CrateBuilder(BuilderCore):
         self._entries = {}
         self._any_special = False
         self.hashes: dict[str, tuple[str, int]] = {}  # member path in root -> (sha256, size), for later versions
+        self._by_member: dict[str, str] = {}  # member -> the component whose bytes it is
+        self._by_rel: dict[str, str] = {}  # path in root -> its component
+        self._bytes: dict[str, LocalBytes] = {}  # component -> the bytes it holds
         self._zip: zipfile.ZipFile | None = None
 
     def _fallback_origin(self) -> Origin:
@@ -239,10 +290,13 @@ class CrateBuilder(BuilderCore):
             if ADDRESS.match(eid) and "://" in eid:
                 continue  # a web resource the crate names: held elsewhere, like a record reference
             described |= self._file_entity(i, e, in_root)
-        for m in sorted(in_root - described):
+        lists = self._digest_lists(in_root)
+        for m in sorted(in_root - described - {d.member for d in lists}):
             if PACKAGING.search(m):
                 continue
             self._undescribed(m)
+        for dl in lists:
+            self._check_list(dl, in_root)
         self._versions()
         self.g.stamp = hashlib.sha256(b"\0".join(self._stamp_parts)).hexdigest()[:16]
         self._seal()
@@ -259,6 +313,8 @@ class CrateBuilder(BuilderCore):
         if c.members.get(member, 0) > MAX_MEMBER_BYTES:
             return None
         target = self._tmp / member
+        if member.startswith("/") or _resolve("", "", member) is None:
+            return None  # a member name that climbs out of the private folder is never written, nor read
         target.parent.mkdir(parents=True, exist_ok=True)
         z = self._zip or zipfile.ZipFile(c.source)
         with z.open(member) as src, target.open("wb") as dst:
@@ -282,6 +338,7 @@ class CrateBuilder(BuilderCore):
             {k: v for k, v in {"filepath": rel, "name": posixpath.basename(rel), "component_type": "DataFile",
                                "nerdm_id": rel, **props}.items() if v is not None})))
         self.g.edges.append(EdgeRow(Rel.HAS_COMPONENT, self.rec_id, Label.RECORD, cid, Label.COMPONENT))
+        self._by_rel.setdefault(rel, cid)
         if pointer is not None:
             self.g.edges.append(EdgeRow(Rel.LOCATED_AT, cid, Label.COMPONENT, self.location(pointer, _at(self.doc, pointer)),
                                         Label.SOURCE_LOCATION))
@@ -293,6 +350,8 @@ class CrateBuilder(BuilderCore):
         if local is None:
             return None
         self.hashes[rel] = (local.sha256, local.size)
+        self._by_member[member] = cid
+        self._bytes[cid] = local
         self.held(local.path, rel, local, cid, parse=True)
         return local
 
@@ -392,6 +451,70 @@ class CrateBuilder(BuilderCore):
                     f"{rel}: the container holds it; no entity of the crate describes it", path=rel, location=loc)
         kind, rule = evidence_kind(rel, None, None, None)
         self.add_evidence(rel, kind, rule, posixpath.basename(rel), cid, [loc] if loc else [], provenance="crate")
+
+    # -- digest lists: the crate's second statement -------------------------------------------------------
+    def _digest_lists(self, in_root: set[str]) -> list[DigestList]:
+        """The digest lists the crate carries, read: every list in the root, and a bag's manifests when the crate
+        is the bag's payload folder (their paths then start at the bag's folder, which they must not leave)."""
+        c = self.crate
+        found: list[tuple[str, str]] = [(m, c.root) for m in sorted(in_root) if list_kind(posixpath.basename(m))]
+        bag = posixpath.dirname(c.root)
+        if posixpath.basename(c.root) == BAG_PAYLOAD and posixpath.join(bag, "bagit.txt") in c.members:
+            found += [(m, bag) for m in sorted(c.members) if posixpath.dirname(m) == bag
+                      and (k := list_kind(posixpath.basename(m))) is not None and k[0] == "manifest"]
+        out: list[DigestList] = []
+        for member, bound in found:
+            if c.members[member] > MAX_LIST_BYTES:
+                continue
+            local = self._extract(member)
+            if local is None:
+                continue
+            lines = read_list(posixpath.basename(member), local.path.read_bytes())
+            if not lines:
+                continue  # a name of that shape holding no digest (RSpace's schemas/manifest.txt) is not a list
+            self.file(local, origin="crate")
+            self._stamp_parts.append(f"list:{member}:{local.sha256}".encode("utf-8", "surrogatepass"))
+            out.append(DigestList(member, self._rel(member), posixpath.dirname(member), bound, local, lines))
+        return out
+
+    def _check_list(self, dl: DigestList, in_root: set[str]) -> None:
+        """Each line of the list against the bytes it names (see the module docstring)."""
+        root = self.crate.root
+        for x in dl.lines:
+            where = self.fact_location(Fact("line", f"L{x.line}", x.text, extra={"line": x.line}), dl.path, dl.local)
+            at = f"{dl.path}#L{x.line}"
+            member = None if x.path.startswith("/") else _resolve(dl.bound, dl.base, x.path)
+            if member is None:
+                self.defect("crate.manifest.escapes", self.rec_id, Label.RECORD, at,
+                            f"{dl.path} line {x.line} lists {x.path!r}, which resolves outside the crate root; "
+                            "nothing outside it is read", path=dl.path, location=where)
+                continue
+            if member in (".", dl.bound) or (root and not member.startswith(root + "/")):
+                continue  # a folder, not a file; or one of the bag's own tag files, beside the crate
+            rel = self._rel(member)
+            # the member's component, else the entity of that path (its bytes found elsewhere, or none)
+            cid = self._by_member.get(member) or self._by_rel.get(rel)
+            local = self._bytes.get(cid) if cid is not None else None
+            if local is None and cid is None and member in in_root:
+                local = self._extract(member)  # the crate's packaging (its metadata), held by no component
+            if local is not None:
+                got = local.sha256 if x.alg == "sha256" else digest_of(local.path, x.alg)
+                if got != x.digest:
+                    self.defect("crate.manifest", cid or self.rec_id, Label.COMPONENT if cid else Label.RECORD, at,
+                                f"{dl.path} line {x.line} lists {rel} with {x.alg} {x.digest}; its bytes have {got}",
+                                path=dl.path, location=where)
+                if cid is not None:  # the file, where the list states its digest
+                    self.g.edges.append(EdgeRow(Rel.LOCATED_AT, cid, Label.COMPONENT, where, Label.SOURCE_LOCATION))
+                continue
+            if cid is not None or member in self.crate.members:
+                continue  # an entity describes it and the crate already says what is wrong (absent, too large)
+            cid = self._component(rel, {"held": False, "listed_in": dl.path,
+                                        "declared_sha256": x.digest if x.alg == "sha256" else None}, None)
+            self.g.edges.append(EdgeRow(Rel.LOCATED_AT, cid, Label.COMPONENT, where, Label.SOURCE_LOCATION))
+            self.defect("crate.manifest.absent", cid, Label.COMPONENT, at,
+                        f"{dl.path} line {x.line} lists {rel}; the container holds no member of that name",
+                        path=dl.path, location=where)
+            self.add_attested(rel, [where])
 
     # -- versions -----------------------------------------------------------------------------------------
     def _versions(self) -> None:

@@ -294,8 +294,9 @@ def _new_formats(root: Path) -> list[Path]:
     a record in two versions, the later dropping a file and changing another under "metadata update", one whose
     release dates go backwards, a file with no checksum where others have one), an `.eln` crate (entities that
     double the root folder, one naming a file the export lacks, a declared type that does not fit, a member no entity
-    describes, clean files) and a zipped multibag (a member whose Payload-Oxum is another's, a payload file its
-    manifest lists with another digest, clean files)."""
+    describes, a stale sha256 its digest list resolves, a list line that contradicts the bytes, clean files) and a
+    zipped multibag (a member whose Payload-Oxum is another's, a payload file its manifest lists with another digest,
+    clean files)."""
     import zipfile
 
     def comp(path: str, digest: str | None, size: int = 100, media: str = "text/csv") -> dict[str, Any]:
@@ -341,6 +342,12 @@ def _new_formats(root: Path) -> list[Path]:
     graph.append({"@id": "./img/plot.png", "@type": "File", "encodingFormat": "text/markdown"})
     graph.append({"@id": "./absent/raw.csv", "@type": "File", "encodingFormat": "text/csv"})
     members["lab/stray/notes.csv"] = csv_bytes
+    for name in ("stale", "listed"):  # a declaration its digest list resolves; a list line that contradicts the bytes
+        members[f"lab/checked/{name}.csv"] = f"t,v\n0,{len(name)}\n1,2\n".encode()
+        graph.append({"@id": f"./checked/{name}.csv", "@type": "File", "encodingFormat": "text/csv"})
+    graph[-2]["sha256"] = "d" * 64
+    members["lab/SHA256SUMS"] = (f"{hashlib.sha256(members['lab/checked/stale.csv']).hexdigest()}  checked/stale.csv\n"
+                                 f"{'e' * 64}  checked/listed.csv\n").encode()
     members["lab/ro-crate-metadata.json"] = json.dumps({"@graph": graph}).encode()
     with zipfile.ZipFile(crate, "w") as z:
         for name, data in members.items():
@@ -375,6 +382,9 @@ def test_each_new_format_yields_decisions_alone_and_with_the_shared_archives(gra
     assert set(fmt) == {"nerdm_collection", "ro-crate", "bagit"}, fmt
     facts = {f.split(":", 1)[0] for a in answers.values() for f in a.gold_facts}
     assert {"version", "dates", "defects"} <= facts  # a denied change, dates backwards, the exporter's batch
+    # the crate's digest list: it resolves a stale sha256 (submit), and its line that contradicts the bytes is a defect
+    assert {"resolved:ev:crate:eln-export@abc1234/checked/stale.csv",
+            "defect:ev:crate:eln-export@abc1234/checked/listed.csv"} <= {f for a in answers.values() for f in a.gold_facts}
     families = {a.family.value for a in answers.values()}
     assert {"source_integrity", "packet_escalation", "packet_submission"} <= families
     assert ingest_paths([archives / s for s in SHARED], graph).errors == []

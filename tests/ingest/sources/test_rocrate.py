@@ -10,6 +10,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.ingest.helpers import rows
 from voe.graph import Graph
 from voe.ingest import ingest_paths
@@ -133,3 +135,181 @@ def test_a_zip_voe_cannot_read_is_named_and_the_rest_lands(graph: Graph, tmp_pat
     report = ingest_paths([bad, archives / "mds2-3842"], graph)
     assert [(e.path, e.message.split(" (")[0]) for e in report.errors] == [(str(bad), "is a zip voe cannot read yet")]
     assert report.exit_code == 2 and report.records == 1
+
+
+# -- a digest list inside the crate: its second statement --------------------------------------------------------
+TABLE = b"t,v\n0,1\n1,2\n"
+NOTES = b"n,m\n3,4\n"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _write(members: dict[str, bytes], where: Path, zipped: bool) -> Path:
+    """The members as a zip (`where` the .eln) or as a folder (`where` the folder)."""
+    if zipped:
+        with zipfile.ZipFile(where, "w") as z:
+            for name, data in members.items():
+                z.writestr(name, data)
+        return where
+    for name, data in members.items():
+        (where / name).parent.mkdir(parents=True, exist_ok=True)
+        (where / name).write_bytes(data)
+    return where
+
+
+def _bagged(crate: dict[str, bytes], manifest: str, bag: str) -> dict[str, bytes]:
+    """The RO-Crate in a BagIt bag: the crate is the bag's data/, the bag's manifests beside it."""
+    tags = {"bagit.txt": b"BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n",
+            "bag-info.txt": b"Bagging-Date: 2025-01-01\n", "manifest-sha256.txt": manifest.encode()}
+    tags["tagmanifest-sha256.txt"] = "".join(f"{_sha(v)}  {k}\n" for k, v in tags.items()).encode()
+    return {f"{bag}{k}": v for k, v in {**tags, **{f"data/{k}": v for k, v in crate.items()}}.items()}
+
+
+LAYOUTS = ["bagged-zip", "bagged-folder", "sums-folder", "sidecar-zip"]
+
+
+def _stale_crate(layout: str, tmp_path: Path) -> tuple[Path, str]:
+    """A crate whose metadata declares a stale sha256 for table.csv, and a digest list inside it that lists the file
+    with the digest its bytes have; the list's path as locations name it."""
+    entities = [_file("./table.csv", TABLE, sha256="9" * 64, encodingFormat="text/csv"),
+                _file("./sub/notes.csv", NOTES)]
+    crate = _crate({"table.csv": TABLE, "sub/notes.csv": NOTES}, entities, root="")
+    if layout.startswith("bagged"):
+        meta = crate["ro-crate-metadata.json"]
+        manifest = (f"{_sha(TABLE)}  data/table.csv\n{_sha(NOTES)}  data/sub/notes.csv\n"
+                    f"{_sha(meta)}  data/ro-crate-metadata.json\n")
+        zipped = layout.endswith("zip")
+        members = _bagged(crate, manifest, "demo-bag/" if zipped else "")
+        return _write(members, tmp_path / ("demo-bag.zip" if zipped else "demo-bag"), zipped), \
+            "demo-bag/manifest-sha256.txt" if zipped else "manifest-sha256.txt"
+    if layout == "sums-folder":
+        crate["SHA256SUMS"] = f"{_sha(TABLE)} *table.csv\n{_sha(NOTES)}  sub/notes.csv\n".encode()
+        return _write(crate, tmp_path / "demo-crate", zipped=False), "SHA256SUMS"
+    crate["table.csv.sha256"] = _sha(TABLE).encode()  # NIST's sidecar: the digest alone, of the file beside it
+    members = {f"demo/{k}": v for k, v in crate.items()}
+    return _write(members, tmp_path / "demo.eln", zipped=True), "table.csv.sha256"
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_stale_crate_digest_is_resolved_by_the_crates_own_digest_list(graph: Graph, tmp_path: Path,
+                                                                       layout: str) -> None:
+    """The crate declares a sha256 its bytes do not have; a digest list inside the crate (the bag's manifest when
+    the crate is its data/, SHA256SUMS, a sidecar) lists the file with the digest they have: a finding the archive
+    resolves itself, the curator told which declaration is stale. The list is packaging, not an undescribed
+    member; the bag's tag files beside the crate are the bag's and are left alone."""
+    from voe.compiler.audit import audit
+
+    path, listed = _stale_crate(layout, tmp_path)
+    report = ingest_paths([path], graph)
+    assert report.errors == [] and report.records == 1
+    found = rows(graph, "MATCH (c)-[:HAS_DEFECT]->(d:Defect) RETURN c.filepath AS c, d.rule AS rule")
+    assert found == [{"c": "table.csv", "rule": "crate.sha256"}]
+    [line] = rows(graph, "MATCH (:Component {filepath: 'table.csv'})-[:LOCATED_AT]->(l:SourceLocation {kind: 'line'})"
+                         "-[:IN_FILE]->(f:File) RETURN l.path AS path, l.line AS n, l.text AS text, f.sha256 AS f")
+    assert line["path"] == listed and line["n"] == 1 and _sha(TABLE) in line["text"]
+    resolved = graph.query("compiler/resolved_defects")
+    assert {(r["how"], r["copy_sidecar"]) for r in resolved} == {("crate_list", listed)}
+    [rec] = audit(graph).records
+    [finding] = rec.findings
+    assert finding.severity == "stale" and finding.rule == "crate.sha256" and finding.file == "table.csv"
+    assert f"digest list {listed}" in (finding.resolution or "") and "is stale" in (finding.resolution or "")
+    assert ingest_paths([path], graph).per_record[0].unchanged
+
+
+@pytest.mark.parametrize("zipped", [True, False], ids=["zip", "folder"])
+def test_a_digest_list_that_contradicts_the_bytes_is_a_defect_at_its_line(graph: Graph, tmp_path: Path,
+                                                                         zipped: bool) -> None:
+    """Three statements per file: where the list's line disagrees with the bytes it is a checksum defect located at
+    the line, which the crate's own sha256 resolves when that agrees (the line is stale) and nothing resolves when
+    the crate declares none; a line for a file the container does not hold names an item it cannot supply."""
+    from voe.compiler.audit import audit
+
+    entities = [_file("./table.csv", TABLE), _file("./sub/notes.csv")]  # notes.csv: no digest declared
+    crate = _crate({"table.csv": TABLE, "sub/notes.csv": NOTES}, entities, root="demo" if zipped else "")
+    top = "demo/" if zipped else ""
+    crate[f"{top}sub/md5sums.txt"] = (f"{'0' * 32}  notes.csv\n{hashlib.md5(TABLE).hexdigest()}  ../table.csv\n"
+                                      f"{'1' * 32}  gone.csv\n").encode()
+    crate[f"{top}SHA256SUMS"] = f"# made by hand\n{'a' * 64}  table.csv\n".encode()
+    path = _write(crate, tmp_path / ("demo.eln" if zipped else "demo"), zipped)
+    assert ingest_paths([path], graph).errors == []
+    found = {(r["c"], r["rule"], r["at"]) for r in rows(
+        graph, "MATCH (c)-[:HAS_DEFECT]->(d:Defect)-[:LOCATED_AT]->(l:SourceLocation) "
+               "RETURN c.filepath AS c, d.rule AS rule, l.path + ' ' + l.locator AS at")}
+    assert found == {("sub/notes.csv", "crate.manifest", "sub/md5sums.txt L1"),
+                     ("table.csv", "crate.manifest", "SHA256SUMS L2"),
+                     ("sub/gone.csv", "crate.manifest.absent", "sub/md5sums.txt L3")}
+    [gone] = rows(graph, "MATCH (e:Evidence {title: 'gone.csv'}) RETURN e.available AS a, e.provenance AS p")
+    assert gone == {"a": False, "p": "attested"}
+    resolved = graph.query("compiler/resolved_defects")
+    assert {(r["how"], r["item"]) for r in resolved} == {("crate_metadata", "table.csv")}
+    [rec] = audit(graph).records
+    by_file = {f.file: f for f in rec.findings}
+    assert [f.severity for f in rec.findings] == ["blocks use", "blocks use", "stale"]
+    assert by_file["sub/notes.csv"].kind == "checksum_mismatch" and by_file["sub/notes.csv"].resolution is None
+    assert by_file["sub/notes.csv"].location == "sub/md5sums.txt L1"
+    assert by_file["sub/gone.csv"].kind == "described_not_held"
+    assert "crate's own metadata" in (by_file["table.csv"].resolution or "")
+
+
+@pytest.mark.parametrize("zipped", [True, False], ids=["zip", "folder"])
+def test_a_list_line_that_climbs_out_of_the_crate_is_refused_and_nothing_outside_is_read(
+        graph: Graph, tmp_path: Path, zipped: bool) -> None:
+    secret = _sha(SECRET)
+    crate = _crate({"table.csv": TABLE}, [_file("./table.csv", TABLE)], root="demo" if zipped else "")
+    top = "demo/" if zipped else ""
+    crate[f"{top}SHA256SUMS"] = (f"{secret}  ../secret.txt\n{secret}  /secret.txt\n{_sha(TABLE)}  table.csv\n"
+                                 f"{secret}  sub/../../secret.txt\n").encode()
+    if zipped:
+        crate["secret.txt"] = SECRET  # in the zip, beside the crate root
+        path = _write(crate, tmp_path / "demo.eln", zipped=True)
+    else:
+        path = _write(crate, tmp_path / "demo", zipped=False)
+        (tmp_path / "secret.txt").write_bytes(SECRET)  # what ../secret.txt names
+    report = ingest_paths([path], graph)
+    assert report.errors == [] and report.records == 1
+    refused = rows(graph, "MATCH (r:Record)-[:HAS_DEFECT]->(d:Defect)-[:LOCATED_AT]->(l:SourceLocation) "
+                          "RETURN d.kind AS k, d.rule AS rule, l.locator AS at ORDER BY at")
+    assert refused == [{"k": "id_escapes_root", "rule": "crate.manifest.escapes", "at": f"L{n}"} for n in (1, 2, 4)]
+    assert len(rows(graph, "MATCH (d:Defect) RETURN d")) == 3  # table.csv's line agrees
+    assert not rows(graph, "MATCH (f:File {sha256: $s}) RETURN f", s=secret)
+    assert not rows(graph, "MATCH (l:SourceLocation) WHERE l.text CONTAINS 'TOPSECRET' RETURN l")
+    assert not rows(graph, "MATCH (e:Evidence) WHERE e.title = 'secret.txt' RETURN e")
+
+
+@pytest.mark.parametrize("zipped", [True, False], ids=["zip", "folder"])
+def test_a_crate_with_no_digest_list_is_read_as_before(graph: Graph, tmp_path: Path, zipped: bool) -> None:
+    """Files named like lists that hold no digest (RSpace's schemas/manifest.txt describes its export in key:value
+    lines; a checksums.txt of prose) are members like any other, and nothing is read as a second statement."""
+    files, entities = _patterns()
+    files["schemas/manifest.txt"] = b"Database version:1.95.0\nexportDate:2023-12-08\nscope:SELECTION\n"
+    files["notes/checksums.txt"] = b"checksums are published on the lab's site\n"
+    members = _crate(files, entities, root="demo" if zipped else "")
+    path = _write(members, tmp_path / ("demo.eln" if zipped else "demo"), zipped)
+    assert ingest_paths([path], graph).errors == []
+    kinds = {r["c"]: r["k"] for r in rows(graph, "MATCH (c:Component)-[:HAS_DEFECT]->(d:Defect) "
+                                                 "RETURN c.filepath AS c, d.kind AS k")}
+    misnamed = {"data/b.csv": "entity_path_mismatch"} if zipped else {}  # a folder cannot hold data//b.csv
+    assert kinds == {"sized.csv": "size_mismatch", "hashed.csv": "checksum_mismatch", "typed.png": "media_type_mismatch",
+                     "gone.csv": "described_not_held", "../secret.txt": "id_escapes_root", **misnamed,
+                     "extra.csv": "undescribed_member", "schemas/manifest.txt": "undescribed_member",
+                     "notes/checksums.txt": "undescribed_member"}
+    assert not rows(graph, "MATCH (d:Defect) WHERE d.rule STARTS WITH 'crate.manifest' RETURN d")
+    assert not rows(graph, "MATCH (:Component)-[:LOCATED_AT]->(l:SourceLocation {kind: 'line'}) RETURN l")
+    assert graph.query("compiler/resolved_defects") == []
+
+
+def test_a_zip_member_that_climbs_out_is_never_written_outside_the_private_folder(graph: Graph, tmp_path: Path) -> None:
+    """A crate at the zip's top has every member in its root, a member named `../x` included: it is extracted
+    into voe's private folder or not at all, never beside it (a zip-slip)."""
+    import os
+    import tempfile
+
+    target = tmp_path / "slipped.txt"
+    climbing = "../" + os.path.relpath(target, tempfile.gettempdir())
+    members = _crate({"table.csv": TABLE}, [_file("./table.csv", TABLE)], root="")
+    members[climbing] = SECRET
+    assert ingest_paths([_write(members, tmp_path / "slip.eln", zipped=True)], graph).errors == []
+    assert not target.exists()
+    assert not rows(graph, "MATCH (f:File {sha256: $s}) RETURN f", s=_sha(SECRET))
