@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from voe.cli.app import cli, echo_errors, emit_json, progress_reporter, quiet_option
+from voe.cli.app import artifact_force_option, cli, echo_errors, emit_json, progress_reporter, quiet_option
 from voe.terminal import safe
 
 
@@ -134,8 +134,9 @@ def fetch(record: str, into: Path, include: tuple[str, ...], max_bytes: int | No
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="Folder for audit.md, audit.csv, letters.txt and audit.json (with its schema).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (what audit.json holds).")
+@artifact_force_option("defect report")
 @quiet_option
-def audit_cmd(paths: tuple[Path, ...], out: Path, as_json: bool, quiet: bool) -> None:
+def audit_cmd(paths: tuple[Path, ...], out: Path, as_json: bool, force: bool, quiet: bool) -> None:
     """The curator's defect report: every defect and conflict of each archive and version, for its owner.
 
     With PATHs, they are ingested first (as `voe ingest` does) and only their records are reported; without,
@@ -150,10 +151,13 @@ def audit_cmd(paths: tuple[Path, ...], out: Path, as_json: bool, quiet: bool) ->
       voe audit ../shared/archives/mds2-4103 --out out/audit
       voe audit --out out/audit-all --json
     """
+    from voe.artifacts.outdir import ARTIFACT_MARKERS, claim_out
     from voe.compiler.audit import audit, write
     from voe.graph import Graph
     from voe.ingest import ingest_paths
 
+    # refused before anything is ingested or written (`write` holds to the same rule)
+    claim_out(out, markers=ARTIFACT_MARKERS["defect report"], what="defect report", force=force)
     with Graph() as graph:
         graph.verify()
         records = None
@@ -166,7 +170,7 @@ def audit_cmd(paths: tuple[Path, ...], out: Path, as_json: bool, quiet: bool) ->
             failed = bool(report.errors)
             records = sorted({r.record_id for r in report.per_record})
         result = audit(graph, records)
-    files = write(result, out)
+    files = write(result, out, force=force)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:

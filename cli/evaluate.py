@@ -316,6 +316,10 @@ def serve_cmd(package: Path, out: Path, transport: str, port: int, passes: int, 
     (its finished episodes kept; an episode left open is played again), so one folder holds one run of one
     package. --fresh starts over. Nothing is written before the first episode ends.
 
+    When the server ends (the client disconnects or closes stdin, or Ctrl-C), the run is written with its audit
+    (audit.json) and the audit line is said on stderr. Exit 0, or 1 when the audit failed (something
+    verifier-only reached the client; the run is kept), as for `voe run`; 130 on Ctrl-C with a passed audit.
+
     \b
     Examples:
       voe serve out/pkg --out out/run-claude                  # in an MCP client's configuration (stdio)
@@ -340,7 +344,25 @@ def serve_cmd(package: Path, out: Path, transport: str, port: int, passes: int, 
         click.echo(f"voe serve: continuing the run in {out} ({kept} finished episodes kept; --fresh starts over)",
                    err=True)
 
-    serve(package, out, passes=passes, transport=transport, port=port, ready=ready, fresh=fresh, resumed=resumed)
+    try:
+        serve(package, out, passes=passes, transport=transport, port=port, ready=ready, fresh=fresh,
+              resumed=resumed)
+    except KeyboardInterrupt:  # the run is whole to its last episode: its audit is said before the exit (130, or 1)
+        said_audit(out)
+        raise
+    said_audit(out)
+
+
+def said_audit(out: Path) -> None:
+    """A served run's audit at the server's end, on stderr (stdout is the MCP channel over stdio): its line, and a
+    failed one exits 1 (audited) as `voe run` does. Nothing when no episode was ever played (no run was written)."""
+    from voe.replay.run_audit import RunAudit, read_audit
+
+    audit = read_audit(out)
+    if audit is None:
+        return
+    click.echo(f"voe serve: {out}: {RunAudit.model_validate(audit).line()}", err=True)
+    audited(out)
 
 
 @cli.command("import-inspect")
@@ -373,6 +395,7 @@ def import_inspect_cmd(log: Path, out: Path, package: Path | None, as_json: bool
     done = import_log(log, out, package)
     if as_json:
         emit_json({**done.info.model_dump(), "skipped": done.skipped})
+        audited(out)  # JSON or not, a run whose audit failed exits 1
         return
     click.echo(f"{done.info.trajectories} trajectories of {done.info.policy} -> {out} "
                f"(score: voe score {out})")

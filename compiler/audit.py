@@ -31,6 +31,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from voe import __version__
+from voe.artifacts.run import written_whole
 from voe.compiler.catalog import (
     Catalog,
     load_catalog,
@@ -180,18 +181,23 @@ def _where(row: dict[str, object]) -> str | None:
     return None
 
 
-def write(report: AuditReport, out: Path) -> dict[str, Path]:
-    """audit.json (and its schema), audit.md, audit.csv and letters.txt into `out`."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "schema").mkdir(exist_ok=True)
-    files = {"json": out / "audit.json", "markdown": out / "audit.md", "csv": out / "audit.csv",
-             "letters": out / "letters.txt", "schema": out / "schema" / "audit.schema.json"}
-    files["json"].write_text(report.model_dump_json(indent=2) + "\n")
-    files["schema"].write_text(json.dumps(AuditReport.model_json_schema(), indent=2, sort_keys=True) + "\n")
-    files["markdown"].write_text(markdown(report))
-    files["csv"].write_text(table(report))
-    files["letters"].write_text("\n\n".join(letter(r) for r in report.records) + "\n")
-    return files
+FILES = {"json": "audit.json", "markdown": "audit.md", "csv": "audit.csv", "letters": "letters.txt",
+         "schema": "schema/audit.schema.json"}
+
+
+def write(report: AuditReport, out: Path, *, force: bool = False) -> dict[str, Path]:
+    """audit.json (and its schema), audit.md, audit.csv and letters.txt into `out`, by the one --out rule of every
+    command (voe/artifacts/outdir.py): a folder that holds something is refused unless `force`, which replaces an
+    earlier defect report only; written aside and swapped in whole, so no file of an earlier report stays."""
+    with written_whole(out, "defect report", force=force) as folder:
+        (folder / "schema").mkdir()
+        (folder / FILES["json"]).write_text(report.model_dump_json(indent=2) + "\n")
+        (folder / FILES["schema"]).write_text(json.dumps(AuditReport.model_json_schema(), indent=2, sort_keys=True)
+                                              + "\n")
+        (folder / FILES["markdown"]).write_text(markdown(report))
+        (folder / FILES["csv"]).write_text(table(report))
+        (folder / FILES["letters"]).write_text("\n\n".join(letter(r) for r in report.records) + "\n")
+    return {kind: out / name for kind, name in FILES.items()}
 
 
 def table(report: AuditReport) -> str:

@@ -319,10 +319,11 @@ def build_server(run: ServedRun) -> Any:
 
 def serve(pkg: Path, out: Path, *, passes: int = 1, transport: str = "stdio", host: str = "127.0.0.1",
           port: int = 0, ready: Any = None, fresh: bool = False, resumed: Any = None) -> RunInfo | None:
-    """Serve until the client disconnects (stdio) or the process is stopped (http); the run folder is current
-    after every finished episode. A served run already in `out` is continued (a new session of the client), unless
-    `fresh`; `resumed(n)` is told how many finished episodes were kept. Nothing is written before the first episode
-    ends, so a start that fails leaves no folder. `ready(port)` is called once an http server accepts connections.
+    """Serve until the client disconnects (stdio) or the process is stopped (http; Ctrl-C); the run folder is
+    current after every finished episode, and written once more (with its audit) when the server ends, Ctrl-C
+    included. A served run already in `out` is continued (a new session of the client), unless `fresh`;
+    `resumed(n)` is told how many finished episodes were kept. Nothing is written before the first episode ends,
+    so a start that fails leaves no folder. `ready(port)` is called once an http server accepts connections.
     Returns the run as written (None when no episode was ever played)."""
     run = ServedRun(pkg, out, passes)
     if not fresh and (out / "run.json").is_file():
@@ -334,9 +335,20 @@ def serve(pkg: Path, out: Path, *, passes: int = 1, transport: str = "stdio", ho
     def last() -> RunInfo | None:
         return run.write() if run.summaries else None
 
+    try:
+        _run_server(server, transport, host, port, ready)
+    except KeyboardInterrupt:  # Ctrl-C ends a server as its client leaving does: the run written, then said
+        last()
+        raise
+    return last()
+
+
+def _run_server(server: Any, transport: str, host: str, port: int, ready: Any) -> None:
+    """Until the client disconnects (stdio) or the process is stopped (http; uvicorn stops gracefully on Ctrl-C and
+    raises it again after)."""
     if transport == "stdio":
         server.run()
-        return last()
+        return
     import socket
     import threading
 
@@ -357,4 +369,3 @@ def serve(pkg: Path, out: Path, *, passes: int = 1, transport: str = "stdio", ho
         uv.run(sockets=[sock])
     finally:
         sock.close()
-    return last()

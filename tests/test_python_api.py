@@ -42,3 +42,28 @@ def test_the_docs_session_runs_as_written(archives: Path, tmp_path: Path, cli_en
     assert lines[2].startswith("audit passed")
     assert "voe 0.1.0" in lines[3] and "Package" in lines[3]
     assert (tmp_path / "out" / "py-report" / "report.html").is_file()
+
+
+def test_a_failed_audit_is_returned_by_run_and_score_not_raised(archives: Path, graph: Graph,
+                                                                  tmp_path: Path) -> None:
+    """Where `voe run` and `voe score` exit 1, `voe.run` and `voe.score` return the run with its audit failed
+    (docs/guide/python.md): a notebook looks at the run; a clean run's audit passes."""
+    import voe
+    from tests.replay.plays import leaky_copy
+
+    assert voe.ingest_archives(archives / "mds2-2525", graph=graph).errors == []
+    voe.compile(tmp_path / "pkg", graph=graph)
+    task_id, family = leaky_copy(tmp_path / "pkg", tmp_path / "leaky")
+
+    ran = voe.run(tmp_path / "leaky", "random", tmp_path / "run")
+    assert isinstance(ran, voe.RunResult) and ran.trajectories > 0
+    assert not ran.audit.passed and ran.audit.line.startswith("audit FAILED: 1 message(s)")
+    assert [(x.kind, x.trajectory_id.split("/")[-2]) for x in ran.audit.leaks] == [("family", task_id)]
+    assert ran.audit.file == tmp_path / "run" / "audit.json" and family not in ran.audit.file.read_text()
+
+    scored = voe.score(tmp_path / "run", graph=graph)
+    assert not scored.audit.passed and scored.audit.line == scored.summary["audit"]["line"]
+    assert scored.audit.leaks == ran.audit.leaks
+
+    clean = voe.run(tmp_path / "pkg", "random", tmp_path / "clean")
+    assert clean.audit.passed and clean.audit.line.startswith("audit passed") and clean.audit.leaks == []

@@ -183,6 +183,23 @@ def _swatch(name: str, colour: str) -> Cell:
     return Cell(name, f'<span class=swatch style="background:{colour}"></span>{html.escape(name)}')
 
 
+def _audit_cell(summary: dict[str, Any]) -> Cell:
+    """A run's audit line (replay/run_audit.py, as `voe score` printed it); a failed one stands out."""
+    audit = summary.get("audit")
+    if audit is None:
+        return Cell("not recorded (scored by a voe before runs audited themselves)")
+    if audit["passed"]:
+        return Cell(audit["line"])
+    return Cell(f"**{audit['line']}**", f"<strong class=failed>{html.escape(audit['line'])}</strong>")
+
+
+def failed_audits(names: list[str], summaries: list[dict[str, Any]]) -> list[str]:
+    """The report's warning for each run whose audit failed: its numbers do not measure its policy."""
+    return [f"Audit FAILED for {name}: {s['audit']['leaks']} message(s) given to its policy carried verifier-only "
+            "terms, so its numbers do not measure the policy (the run's audit.json names them)."
+            for name, s in zip(names, summaries, strict=True) if s.get("audit") and not s["audit"]["passed"]]
+
+
 def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[str, Any]] | None = None,
                  scores: list[list[TrajectoryScore]] | None = None, info: About | None = None) -> Path:
     """The report of scored runs; `paired` holds each run's paired difference of validity against a chosen run
@@ -229,8 +246,10 @@ def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[s
 
     per_pass = [_per_pass(s, scores[i] if scores else None) for i, s in enumerate(summaries)]
     drawn = draw(summaries, names, per_pass, out)
+    audit_rows: list[Row] = [[p, _audit_cell(s)] for p, s in zip(policy, summaries, strict=True)]
     sections: list[tuple[str, list[str], list[Row], str | None]] = [
         ("Headline", head, rows, "validity"),
+        ("Run audit (what reached each policy; replay/run_audit.py)", ["policy", "audit"], audit_rows, None),
         ("By family (evidence-grounded valid, 95% CI)", ["family", *names], fam_rows, "by_family"),
         ("Failure codebook (trajectories per label)", ["label", *names], code_rows, "codebook"),
         ("Model usage", usage_head, usage_rows, None),
@@ -241,8 +260,9 @@ def write_report(summaries: list[dict[str, Any]], out: Path, paired: list[dict[s
           if info.curator and scores else []),
     ]
     stated = _stated(summaries, info)
-    (out / "report.md").write_text(_markdown(sections, drawn, bool(tasks), stated))
-    (out / "report.html").write_text(_html(sections, drawn, out, (TASK_HEAD, tasks), summaries, stated))
+    warnings = failed_audits(names, summaries)
+    (out / "report.md").write_text(_markdown(sections, drawn, bool(tasks), stated, warnings))
+    (out / "report.html").write_text(_html(sections, drawn, out, (TASK_HEAD, tasks), summaries, stated, warnings))
     (out / "summaries.json").write_text(json.dumps(summaries, indent=2) + "\n")
     return out / "report.md"
 
@@ -255,12 +275,12 @@ def _stated(summaries: list[dict[str, Any]], info: About) -> str:
 
 
 def _markdown(sections: list[tuple[str, list[str], list[Row], str | None]], drawn: bool, tasks: bool,
-              stated: str) -> str:
+              stated: str, warnings: list[str]) -> str:
     def md(h: list[str], r: list[Row]) -> str:
         cells = [[_text(c) for c in row] for row in r]
         return "\n".join(["| " + " | ".join(h) + " |", "|" + "---|" * len(h)] + ["| " + " | ".join(x) + " |" for x in cells])
 
-    parts = ["# voe run report", stated]
+    parts = ["# voe run report", stated, *(f"> **{w}**" for w in warnings)]
     for title, h, r, plot in sections:
         parts += [f"## {title}", md(h, r)]
         if plot and drawn:
@@ -274,7 +294,8 @@ def _markdown(sections: list[tuple[str, list[str], list[Row], str | None]], draw
 
 
 def _html(sections: list[tuple[str, list[str], list[Row], str | None]], drawn: bool, out: Path,
-          tasks: tuple[list[str], list[Row]], summaries: list[dict[str, Any]], stated: str) -> str:
+          tasks: tuple[list[str], list[Row]], summaries: list[dict[str, Any]], stated: str,
+          warnings: list[str]) -> str:
     body = []
     for title, h, r, plot in sections:
         body.append(f"<h2>{html.escape(title)}</h2><div class=wide>{_table(h, r)}</div>")
@@ -290,6 +311,7 @@ def _html(sections: list[tuple[str, list[str], list[Row], str | None]], drawn: b
             "<meta name=viewport content='width=device-width, initial-scale=1'><title>voe run report</title>"
             f"<style>{CSS}</style><main><h1>voe run report</h1><p class=note>{html.escape(runs)}</p>"
             f"<p class=note>{html.escape(stated)}</p>"
+            + "".join(f"<p class=failed role=alert><strong>{html.escape(w)}</strong></p>" for w in warnings)
             + "".join(body) + f"<footer><p>{_code(html.escape(METRICS))}</p><p>{_code(html.escape(DEFINITIONS))}</p>"
             "</footer></main>"
             f"<script>{SORT_JS}</script></html>\n")
@@ -327,15 +349,17 @@ def _table(head: list[str], rows: list[Row], sortable: bool = False) -> str:
 
 # light and dark by the reader's setting; the plots keep their white ground in both, as printed figures do
 CSS = """
-:root{color-scheme:light dark;--bg:#ffffff;--fg:#1b1f24;--muted:#57606a;--rule:#d0d7de;--head:#f3f5f7;--stripe:#f8f9fa}
+:root{color-scheme:light dark;--bg:#ffffff;--fg:#1b1f24;--muted:#57606a;--rule:#d0d7de;--head:#f3f5f7;--stripe:#f8f9fa;
+--bad:#cf222e}
 @media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9da7b3;--rule:#30363d;--head:#161b22;
---stripe:#121820}}
+--stripe:#121820;--bad:#ff7b72}}
 body{margin:0;background:var(--bg);color:var(--fg);
 font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
 main{max-width:1180px;margin:0 auto;padding:24px 32px 48px}
 h1{font-size:1.7em;margin:0 0 2px}
 h2{font-size:1.2em;margin:2em 0 .6em;padding-bottom:4px;border-bottom:1px solid var(--rule)}
 .note,figcaption,footer{color:var(--muted)}
+.failed{color:var(--bad)}
 table{border-collapse:collapse;font-size:13px;margin:8px 0 16px;font-variant-numeric:tabular-nums}
 th,td{padding:5px 10px;border-bottom:1px solid var(--rule);text-align:left;vertical-align:bottom}
 td{white-space:nowrap}

@@ -8,8 +8,8 @@ From Python (voe.api, docs/guide/python.md), each call what the command of its n
 
     voe.ingest_archives(*paths)              -> IngestReport     records into the graph
     voe.compile(out)                         -> CompileSummary   the task package, gated
-    voe.run(package, policy, out)            -> RunInfo          a baseline, python:MODULE:FUNCTION or openai:MODEL
-    voe.score(run)                           -> Scored           verdicts, metrics, the run's audit
+    voe.run(package, policy, out)            -> RunResult        run.json and the run's audit (.audit.passed)
+    voe.score(run)                           -> Scored           verdicts, metrics, the run's audit (.audit)
     voe.label(package, out, runs)            -> LabelsInfo       state and step labels (verifier-only)
     voe.report(runs, out)                    -> Path             report.md and report.html
     voe.export_crate(package, out)           -> ExportSummary    a JSON-LD RO-Crate
@@ -24,7 +24,8 @@ from typing import Any
 __version__ = "0.1.0"
 
 # not `ingest` or `export`: those are the stages voe.ingest and voe.export
-API = ("ingest_archives", "compile", "run", "score", "label", "report", "export_crate", "export_training", "Scored")
+API = ("ingest_archives", "compile", "run", "score", "label", "report", "export_crate", "export_training", "Scored",
+       "RunResult", "Audit")
 __all__ = ["__version__", *API]
 
 

@@ -11,8 +11,10 @@ results (docs/guide/python.md; its example runs in the tests).
 
 Every folder a call writes follows the CLI's one rule: a folder holding something is refused unless `force=True`,
 which replaces only an earlier artifact of the same kind, and the new one is swapped in whole. Errors are voe's
-own (voe.errors.VoeError and its subclasses), never a traceback of a library below. Calls that need Neo4j open
-a connection from the environment (NEO4J_URI, NEO4J_PASSWORD, NEO4J_DATABASE) unless given `graph`.
+own (voe.errors.VoeError and its subclasses), never a traceback of a library below. A run whose own audit fails
+(something verifier-only reached the policy), on which the commands exit 1, is not an error here: `run` and
+`score` return it, with `.audit.passed` False, for the notebook to look at. Calls that need Neo4j open a
+connection from the environment (NEO4J_URI, NEO4J_PASSWORD, NEO4J_DATABASE) unless given `graph`.
 
 This module sits above every stage (it imports them); `import voe` loads it only when one of its names is used.
 """
@@ -25,17 +27,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from voe.artifacts.run import RunInfo, written_whole
 from voe.artifacts.scores import TrajectoryScore
 from voe.compiler.package import CompileSummary
+from voe.errors import InputError
 from voe.export.crate import ExportSummary
 from voe.export.training import FORMATS, TrainingInfo
 from voe.graph import Graph
 from voe.ingest import IngestReport
+from voe.replay.run_audit import AUDIT_FILE, Leak, RunAudit, read_audit
 from voe.verifiers.labels import LabelsInfo
 
 # `ingest` and `export` are the names of stages (voe.ingest, voe.export): the calls are named for what they make
-__all__ = ["Scored", "compile", "export_crate", "export_training", "ingest_archives", "label", "report", "run", "score"]
+__all__ = ["Audit", "RunResult", "Scored", "compile", "export_crate", "export_training", "ingest_archives", "label",
+           "report", "run", "score"]
 
 
 @contextmanager
@@ -70,15 +77,47 @@ def compile(out: str | Path, *, force: bool = False, graph: Graph | None = None)
     return summary.model_copy(update={"out": str(out)})
 
 
+class Audit(BaseModel):
+    """A run's own audit (audit.json, replay/run_audit.py): `passed` is False when a message given to the policy
+    carried a verifier-only term. The commands exit 1 then; a call returns it here and does not raise, so that the
+    run and its scores can still be looked at."""
+
+    passed: bool
+    line: str  # what `voe run` and `voe score` print
+    leaks: list[Leak]  # each by trajectory, message and kind of term (never the term)
+    file: Path
+
+    @classmethod
+    def of(cls, run_dir: Path) -> Audit:
+        raw = read_audit(run_dir)
+        if raw is None:  # every writer of a run writes it; a run of an older voe has none
+            raise InputError("the run has no audit.json (a run of an older voe); `voe score` writes one",
+                             path=str(run_dir))
+        audit = RunAudit.model_validate(raw)
+        return cls(passed=audit.passed, line=audit.line(), leaks=audit.leaks, file=run_dir / AUDIT_FILE)
+
+
+class RunResult(RunInfo):
+    """What `voe run` writes: run.json's fields, and the run's audit (`audit.passed`, `audit.line`)."""
+
+    audit: Audit
+
+
 def run(package: str | Path, policy: str, out: str | Path, *, passes: int = 1, seed: int = 0,
-        base_url: str | None = None, force: bool = False, **agent: Any) -> RunInfo:
+        base_url: str | None = None, force: bool = False, **agent: Any) -> RunResult:
     """`voe run PKG --policy POLICY --out OUT`: a baseline by name, `python:MODULE:FUNCTION` (sealed), or
     `openai:MODEL` against an OpenAI-compatible endpoint (`base_url`, else OPENAI_BASE_URL; further keyword
     arguments are replay.agent_run.run_agent's: concurrency, max_requests, resume, timeout, ...; a python: run
-    takes `resume=True` too)."""
+    takes `resume=True` too). A run whose audit fails is returned, not raised: see `.audit`."""
+    folder = Path(out)
+    info = _run(Path(package), policy, folder, passes=passes, seed=seed, base_url=base_url, force=force, **agent)
+    return RunResult(**info.model_dump(), audit=Audit.of(folder))
+
+
+def _run(pkg: Path, policy: str, folder: Path, *, passes: int, seed: int, base_url: str | None, force: bool,
+         **agent: Any) -> RunInfo:
     from voe.artifacts.outdir import RUN_MARKERS, claim_out, start_run_over
 
-    pkg, folder = Path(package), Path(out)
     resume = bool(agent.get("resume"))
     resumable = policy.startswith(("openai:", "python:"))
     claim_out(folder, markers=RUN_MARKERS, what="run", force=force, resume=resume if resumable else None)
@@ -96,11 +135,13 @@ def run(package: str | Path, policy: str, out: str | Path, *, passes: int = 1, s
 
 @dataclass(frozen=True)
 class Scored:
-    """What `voe score` computes: the summary (summary.json: rates with their intervals, codebook, audit) and
-    one score per trajectory (scores.jsonl), unplayed tasks included."""
+    """What `voe score` computes: the summary (summary.json: rates with their intervals, codebook, audit), one
+    score per trajectory (scores.jsonl), unplayed tasks included, and the run's audit, checked again (a failed one
+    is returned, not raised: `audit.passed`)."""
 
     summary: dict[str, Any]
     scores: list[TrajectoryScore]
+    audit: Audit
 
     @property
     def validity(self) -> float:
@@ -110,12 +151,13 @@ class Scored:
 
 def score(run_dir: str | Path, *, graph: Graph | None = None) -> Scored:
     """`voe score RUN`: the run's trajectories verified by graph queries; writes summary.json, scores.jsonl and
-    audit.json into the run folder."""
+    audit.json into the run folder. A failed audit is in the result (`.audit`), not raised."""
     from voe.verifiers.score import score_run
 
+    folder = Path(run_dir)
     with _graph(graph) as g:
-        summary, scores = score_run(g, Path(run_dir))
-    return Scored(summary, scores)
+        summary, scores = score_run(g, folder)
+    return Scored(summary, scores, Audit.of(folder))
 
 
 def label(package: str | Path, out: str | Path | None = None, runs: Sequence[str | Path] = ()) -> LabelsInfo:

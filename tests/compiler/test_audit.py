@@ -56,3 +56,37 @@ def test_the_audit_reports_conflicts_and_what_the_archive_resolves(graph: Graph,
     aluminium = [f for f in by_ark["ark:/88434/mds2-2525"].findings if f.kind == "material_conflict"]
     assert aluminium and all("aluminium" in f.detail and "Ti-6Al-4V" in f.detail for f in aluminium)
     assert by_ark["ark:/88434/mds2-2525"].contact_name == "Brian Simonds"
+
+
+def test_voe_audit_out_follows_the_one_out_rule(graph: Graph, archives: Path, tmp_path: Path,
+                                                cli_env: dict[str, str]) -> None:
+    """`voe audit --out` as every command's --out (voe/artifacts/outdir.py): a folder holding something is refused
+    before anything is ingested, `--force` replaces an earlier defect report whole (none of its files stay) and
+    nothing else (a run's folder holds an audit.json too)."""
+    def voe(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "voe.cli", "audit", *args], capture_output=True, text=True,
+                              env=cli_env, timeout=600)
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me\n")
+    refused = voe(str(archives / "mds2-2525"), "--out", str(mine))
+    assert refused.returncode == 2 and f"{mine} exists and is not empty: --force replaces it" in refused.stderr
+    assert graph.counts()["nodes"] == 0  # refused before the path was ingested
+    forced = voe(str(archives / "mds2-2525"), "--out", str(mine), "--force")
+    assert forced.returncode == 2 and "replaces an earlier defect report only" in forced.stderr
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "audit.json").write_text("{}\n")  # a run's own audit, not a defect report
+    assert "replaces an earlier defect report only" in voe("--out", str(run), "--force").stderr
+
+    out = tmp_path / "audit"
+    assert voe("--out", str(out)).returncode == 0  # the empty graph: an empty report
+    (out / "stale.txt").write_text("from before\n")
+    again = voe("--out", str(out))
+    assert again.returncode == 2 and "--force replaces it" in again.stderr
+    assert voe("--out", str(out), "--force").returncode == 0
+    assert sorted(p.name for p in out.iterdir()) == ["audit.csv", "audit.json", "audit.md", "letters.txt", "schema"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit", "mine", "run"]  # nothing staged or set aside

@@ -4,6 +4,7 @@ as a `python:` policy, and the comparison of two runs made of them."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +82,16 @@ def verifier_only(package: Path) -> set[str]:
     secrets = {a.moment_id for a in answers.values()} | {a.decision for a in answers.values()}
     secrets |= {a.family.value for a in answers.values()} | {f for a in answers.values() for f in a.gold_facts}
     return {s for s in secrets if s not in visible}
+
+
+def leaky_copy(package: Path, to: Path) -> tuple[str, str]:
+    """A copy of `package` whose first task names its own family in its question (as a compiler that leaks would
+    write it): every run of it must fail its audit. Returns that task's id and family."""
+    shutil.copytree(package, to)
+    _, _, answers, _ = load_package(package)
+    lines = (to / "tasks.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    family = answers[first["task_id"]].family.value
+    first["question"] += f" (this is a {family} task)"
+    (to / "tasks.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    return first["task_id"], family

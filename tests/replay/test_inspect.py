@@ -17,7 +17,15 @@ import pytest
 from click.testing import CliRunner
 
 from tests.llm_server import LocalLLMServer, Reply
-from tests.replay.plays import Move, arguments, play_as_python_policy, reference_plans, same_run, verifier_only
+from tests.replay.plays import (
+    Move,
+    arguments,
+    leaky_copy,
+    play_as_python_policy,
+    reference_plans,
+    same_run,
+    verifier_only,
+)
 from voe.artifacts.package import load_package
 from voe.cli import cli
 from voe.graph import Graph
@@ -195,3 +203,30 @@ def test_import_refuses_an_edited_log_another_package_and_a_stranger(
     (tmp_path / "stranger.eval").write_bytes(b"PK\x03\x04 not really a zip")
     result = voe("import-inspect", str(tmp_path / "stranger.eval"), "--out", str(tmp_path / "r3"))
     assert result.returncode == 2 and "not an Inspect log" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_import_whose_audit_fails_exits_1_with_json_too(
+        package: Path, tmp_path: Path, offline_inspect: dict[str, str]) -> None:
+    """A log played on a package that shows a task's family: the imported run's audit fails, and
+    `voe import-inspect` exits 1 whether it prints JSON or text (the run is kept)."""
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import get_model
+
+    from voe.replay.inspect_task import bench
+
+    leaky = tmp_path / "leaky"
+    leaky_copy(package, leaky)
+    plans = reference_plans(leaky)
+    model = get_model("mockllm/model", custom_outputs=_mockllm_outputs(leaky, plans))
+    [log] = inspect_eval(bench(package=str(leaky)), model=model, display="none", log_realtime=False)
+    assert log.status == "success", log.error
+
+    for args in (["--json"], []):
+        out = tmp_path / f"run{len(args)}"
+        done = subprocess.run([sys.executable, "-m", "voe.cli", "import-inspect", str(log.location), "--out", str(out),
+                               *args], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 1, (args, done.stdout, done.stderr)
+        assert "the run's audit failed" in done.stderr and "Traceback" not in done.stderr
+        assert not json.loads((out / "audit.json").read_text())["passed"]
+        if args:  # the JSON is printed whole before the exit
+            assert json.loads(done.stdout)["trajectories"] == len(plans)

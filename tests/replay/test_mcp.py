@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.replay.plays import play_as_python_policy, reference_plans, same_run, verifier_only
+from tests.replay.plays import leaky_copy, play_as_python_policy, reference_plans, same_run, verifier_only
 from voe.graph import Graph
 from voe.jsonl import read_jsonl
 from voe.verifiers.score import score_run
@@ -202,11 +202,19 @@ def test_an_id_off_the_open_menu_is_an_off_menu_step_and_the_answer_names_the_en
     assert not (tmp_path / "run").exists()  # no episode ended: nothing written
 
 
+def _interruptible() -> None:
+    """Ctrl-C as a terminal delivers it (a suite started with `cmd &` inherits SIGINT ignored; voe keeps it so)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextlib.contextmanager
 def _served(package: Path, out: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """`voe serve --transport http` on a free port: its process and URL; stopped when the block ends."""
     proc = subprocess.Popen([sys.executable, "-m", "voe.cli", "serve", str(package), "--out", str(out),
-                             "--transport", "http", "--port", "0"], stderr=subprocess.PIPE, text=True)
+                             "--transport", "http", "--port", "0"], stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_interruptible)
     try:
         assert proc.stderr is not None
         said: list[str] = []
@@ -327,3 +335,60 @@ def test_a_server_killed_mid_episode_leaves_a_scoreable_run_that_serve_resumes(
 
         asyncio.run(again())
     assert json.loads((out / "run.json").read_text())["trajectories"] == 3
+
+
+def _one_episode_over_stdio(package: Path, out: Path, task_id: str) -> subprocess.CompletedProcess[str]:
+    """`voe serve` over stdio as a client drives it, line by line (JSON-RPC): one episode of `task_id`, then the
+    client leaves (closes the server's stdin). The server's exit code and stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "voe.cli", "serve", str(package), "--out", str(out)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    calls = [{"method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                 "clientInfo": {"name": "by-hand", "version": "1"}}},
+             {"method": "tools/call", "params": {"name": "start_task", "arguments": {"task_id": task_id}}},
+             {"method": "tools/call", "params": {"name": "abstain_or_escalate", "arguments": {}}}]
+    for i, call in enumerate(calls):
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, **call}) + "\n")
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline())
+        assert "error" not in answer and not answer["result"].get("isError"), answer
+        if i == 0:
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+    out_text, err = proc.communicate(timeout=120)  # stdin closed: the client is gone
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out_text, err)
+
+
+def test_a_served_run_says_its_audit_when_the_server_ends_and_a_failed_one_exits_1(
+        package: Path, tmp_path: Path) -> None:
+    """The client leaving (stdin closed) or Ctrl-C ends `voe serve`: the audit line is said on stderr (stdout is
+    the MCP channel), and a run whose audit failed exits 1, as `voe run` does; a clean one exits 0."""
+    leaky = tmp_path / "leaky"
+    task_id, family = leaky_copy(package, leaky)
+
+    failed = _one_episode_over_stdio(leaky, tmp_path / "leaked", task_id)
+    assert failed.returncode == 1, failed.stderr
+    assert "audit FAILED: 1 message(s)" in failed.stderr and "the run's audit failed" in failed.stderr
+    assert "Traceback" not in failed.stderr and family not in failed.stderr
+    assert not json.loads((tmp_path / "leaked" / "audit.json").read_text())["passed"]
+
+    clean = _one_episode_over_stdio(package, tmp_path / "clean", task_id)
+    assert clean.returncode == 0, clean.stderr
+    assert "audit passed" in clean.stderr and "voe: error" not in clean.stderr
+
+    import signal
+
+    from mcp import Client
+    from mcp.types import Implementation
+
+    out = tmp_path / "leaked-http"
+    with _served(leaky, out) as (proc, url):
+        async def drive() -> None:
+            async with Client(url, mode="legacy", client_info=Implementation(name="c", version="1")) as c:
+                await c.call_tool("start_task", {"task_id": task_id})
+                assert (await c.call_tool("abstain_or_escalate", {})).structured_content["done"]
+
+        asyncio.run(drive())
+        proc.send_signal(signal.SIGINT)  # Ctrl-C: the server stops, the run is written and its audit said
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "audit FAILED: 1 message(s)" in err and "Traceback" not in err

@@ -252,6 +252,35 @@ def test_a_family_of_one_task_and_an_all_alike_rate_are_not_shown_as_certain(tmp
     assert "0.000 [0.000, 0.522] (5 clusters)" in line  # 0 of 5, exact over 5 clusters
 
 
+def test_each_runs_audit_is_in_the_report_and_a_failed_one_is_marked(tmp_path: Path) -> None:
+    """The audit line `voe score` printed, per run, in Markdown and HTML; a run whose audit failed is called out at
+    the top and its line stands out; a summary scored before runs audited themselves says so."""
+    summaries = _summaries()
+    passed = ("audit passed (36 messages checked; 0 parse errors, 2 off-menu, 0 duplicate requests, 0 duplicate "
+              "loops, 0 horizons exhausted)")
+    failed = ("audit FAILED: 3 message(s) carry verifier-only terms (36 messages checked; 0 parse errors, 0 off-menu, "
+              "0 duplicate requests, 0 duplicate loops, 0 horizons exhausted)")
+    summaries[0]["audit"] = {"passed": True, "leaks": 0, "line": passed}
+    summaries[1]["audit"] = {"passed": False, "leaks": 3, "line": failed}
+    write_report(summaries, tmp_path, scores=[s for _, s in _runs()], info=_ABOUT)
+
+    md = (tmp_path / "report.md").read_text()
+    section = md.split("## Run audit", 1)[1].split("\n## ", 1)[0]
+    assert f"| reference | {passed} |" in section and f"| random | **{failed}** |" in section
+    assert "| refuse_all | not recorded (scored by a voe before runs audited themselves) |" in section
+    head = md.split("\n## ", 1)[0]  # before the first table
+    assert "> **Audit FAILED for random: 3 message(s)" in head and "reference" not in head
+
+    page = (tmp_path / "report.html").read_text()
+    assert page.index("<p class=failed role=alert><strong>Audit FAILED for random") < page.index("<h2>Headline")
+    assert f"<strong class=failed>{failed}</strong>" in page and f"<td>{passed}</td>" in page
+    parser = _Tables()
+    parser.feed(page)
+    audit_table = next(t for t in parser.tables if t[0] == ["policy", "audit"])
+    assert [row[1] for row in audit_table[1:]] == [passed, failed, "not recorded (scored by a voe before runs "
+                                                                     "audited themselves)"]
+
+
 def test_a_summary_without_per_pass_rates_takes_them_from_the_scores(tmp_path: Path) -> None:
     """summary.json written before Rate.per_pass: the points come from scores.jsonl."""
     summaries = _summaries()

@@ -15,7 +15,9 @@ RUN_MARKERS = ("run.json", "run.plan.json")  # a finished run, or an agent or py
 CRATE_MARKERS = ("ro-crate-metadata.json",)
 # the file that says a folder holds an artifact of each kind: what --force may replace
 ARTIFACT_MARKERS = {"package": ("manifest.json",), "report": ("report.md", "report.html"),
-                    "training set": ("training.json",), "labels": ("labels.json",)}
+                    "training set": ("training.json",), "labels": ("labels.json",),
+                    # `voe audit`'s (a run's folder holds an audit.json too: never the mark of a defect report)
+                    "defect report": ("audit.md", "letters.txt")}
 
 
 def claim_out(out: Path, *, markers: tuple[str, ...], what: str, force: bool, resume: bool | None = None,
