@@ -11,7 +11,8 @@ Sorted by what blocks use first:
 3. `stale`: the archive resolves it itself (a checksum file marked invalid while its digest agrees, a
    byte-identical copy has a valid one, or a second manifest agrees with the bytes where the first does not): the
    data stand, the metadata want fixing;
-4. `note`: recorded, and fine (a record that declares no checksum at all, a schema departure);
+4. `note`: recorded, and fine (a record that declares no checksum at all, a schema departure, a file added,
+   renamed or removed between two versions no statement speaks of);
 5. `our tools`: a finding of voe's own parsers (a budget, a parser that failed), not of the archive.
 
 The report is built from the graph alone (offline); `voe audit PATH...` ingests the paths first and reports only
@@ -26,7 +27,7 @@ import io
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -128,6 +129,17 @@ def audit(graph: Graph, records: list[str] | None = None) -> AuditReport:
     return AuditReport(records=ranked)
 
 
+def _version_detail(row: dict[str, Any]) -> str:
+    """What the versions show of the item: `renamed between 1.0 and 1.1 (a.csv -> b.csv)`."""
+    try:
+        before = json.loads(row.get("version_before_json") or "[]")
+    except ValueError:
+        before = []
+    moves = [f"{b['path']} -> {b['renamed_to']}" for b in before if isinstance(b, dict) and b.get("renamed_to")]
+    return (f"{row.get('version_status')} between {row.get('version_from')} and {row.get('version_to')}"
+            + (f" ({'; '.join(moves)})" if moves else ""))
+
+
 def _conflicts(cat: Catalog) -> list[tuple[str, Finding]]:
     """The archive's statements that disagree, from the evidence catalog (compiler/catalog.py)."""
     out: list[tuple[str, Finding]] = []
@@ -146,9 +158,13 @@ def _conflicts(cat: Catalog) -> list[tuple[str, Finding]]:
         if (cover := version_change(row)) in ("denied", "none"):
             out.append((rid, Finding(severity="conflict", kind="version_change_unstated", rule="nerdm.versions",
                                      file=row.get("filepath") or row["title"], location=where,
-                                     detail=f"{row.get('version_status')} between {row.get('version_from')} and "
-                                            f"{row.get('version_to')}; the release history says: "
+                                     detail=f"{_version_detail(row)}; the release history says: "
                                             f"{row.get('version_statement') or 'nothing'} ({cover})")))
+        elif cover is None and row.get("version_status"):  # no statement at all: recorded, decides nothing
+            out.append((rid, Finding(severity="note", kind="version_change", rule="versions",
+                                     file=row.get("filepath") or row["title"], location=where,
+                                     detail=f"{_version_detail(row)}; no statement (release note, commit "
+                                            "message) speaks of the versions")))
         if row.get("release_dates_backwards") and rid not in dated:
             dated.add(rid)
             out.append((rid, Finding(severity="conflict", kind="release_dates_backwards", rule="nerdm.release_history",

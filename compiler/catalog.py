@@ -18,6 +18,7 @@ from voe.graph import Graph
 from voe.ingest.rules.defects import Decision, decision
 from voe.ingest.rules.materials import conflict
 from voe.ingest.rules.media_types import unusual
+from voe.ingest.rules.versions import STATUSES
 
 README_RE = re.compile(r"read_?me", re.I)
 DEFECTS_QUERY = "compiler/defects_by_evidence"  # each defect with the evidence objects on its folder chain
@@ -232,10 +233,16 @@ def unstated_change(row: dict[str, Any]) -> bool:
 
 
 def version_change(row: dict[str, Any]) -> str | None:
-    """How the release histories cover a change of the item between two versions the archive holds (a file whose
-    declared digest or size changed, or that the later version no longer lists): `stated` (a statement speaks of
-    data), `denied` (every statement speaks only of metadata), `none` (no statement); None: no such change."""
-    if row.get("version_status") not in ("changed", "removed"):
+    """How the statements of the versions since the earlier one (release histories, commit messages) cover a change
+    of the item between two versions the archive holds (ingest/rules/versions.py: a file whose digest or size
+    changed, that moved to another path over the same bytes, that the later version no longer lists or lists for
+    the first time): `stated` (a statement speaks of data), `denied` (every statement speaks only of metadata),
+    `none` (the statements say neither, or there is none); None: no such change, or a removal, rename or addition
+    no statement speaks to at all (a crate exported again with no commit message): like a removal or rename a
+    changelog does not state, it decides nothing (the curator's report lists it, compiler/audit.py)."""
+    if row.get("version_status") not in STATUSES:
+        return None
+    if row.get("version_status") != "changed" and not row.get("version_statement"):
         return None
     return str(row.get("version_coverage") or "none")
 

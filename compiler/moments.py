@@ -39,6 +39,7 @@ from voe.compiler.catalog import (
     readme_of,
     subject_file,
     unstated_change,
+    version_change,
     workflow_key,
 )
 from voe.compiler.catalog import h as _h
@@ -90,7 +91,7 @@ def is_subject(cat: Catalog, e: str, release_seen: set[tuple[str, str]]) -> bool
     if row["provenance"] == "named":
         return False  # a calibration a measurement names: the measurement is the subject
     if row["provenance"] == "version_notes":  # a file a later version dropped: a subject unless a statement covers it
-        return row.get("version_coverage") in ("denied", "none")
+        return version_change(row) in ("denied", "none")
     if row["provenance"] == "measurement":
         return not row.get("calibration_flag") and bool(named_calibrations(cat, e) or row.get("calibration_claims"))
     if row["kind"] not in SUBJECT_KINDS and not cat.own_defects.get(e) and e not in cat.resolved:

@@ -251,8 +251,9 @@ def _record_facts(row: dict[str, Any]) -> list[ObservedFact]:
 
 
 def _version_facts(row: dict[str, Any]) -> list[ObservedFact]:
-    """What an earlier version of the record held of the item (another snapshot of the record), beside what the
-    release histories say of the versions since: the comparison is the agent's."""
+    """What an earlier version of the record held of the item (another snapshot of the record, an earlier export),
+    or that it did not list it, beside what the release histories or commit messages say of the versions since:
+    the comparison is the agent's."""
     if not row.get("version_status"):
         return []
     try:
@@ -262,13 +263,18 @@ def _version_facts(row: dict[str, Any]) -> list[ObservedFact]:
     out = []
     for b in before:
         at = b.get("source") or {}
+        if b.get("listed") is False:  # a file the later version lists for the first time
+            out.append(ObservedFact(statement=f"Version {row.get('version_from')} of the record does not list "
+                                    f"{b.get('path')}.",
+                                    source=_source(at.get("path"), at.get("locator"), at.get("sha256"))))
+            continue
         out.append(ObservedFact(statement=f"Version {row.get('version_from')} of the record lists {b.get('path')}: "
                                 f"{b.get('size') if b.get('size') is not None else 'no'} bytes, "
                                 f"sha256 {b.get('sha256') or 'not stated'}.",
                                 source=_source(at.get("path"), at.get("locator"), at.get("sha256"))))
     for loc in row["locations"]:
-        if loc.get("text") and str(loc.get("locator") or "").endswith("/description") and "hasRelease" in str(
-                loc.get("locator")):
+        if loc.get("text") and (loc.get("kind") == "commit_message" or str(loc.get("locator") or "").endswith(
+                "/description") and "hasRelease" in str(loc.get("locator"))):
             out.append(ObservedFact(statement=f"{loc.get('path')} {loc.get('locator')}: {loc['text']}",
                                     source=_source(loc.get("path"), loc.get("locator"), loc.get("sha256"))))
     return out

@@ -48,7 +48,7 @@ from voe.ingest.sources.releases import ParsedFile
 from voe.ontology import Label, Rel
 
 # part of the ingest stamp: changing a rule re-stamps (and re-checks) records; 9: span hashes over RFC 8785 bytes
-RULESET_VERSION = "nerdm-17"
+RULESET_VERSION = "nerdm-18"
 
 
 # the libraries whose reading of a file becomes facts: an upgrade of one re-stamps (and re-reads) every record,

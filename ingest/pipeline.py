@@ -26,7 +26,8 @@ from voe.ingest.sources.nerdm import schema as nerdm_schema
 from voe.ingest.sources.nerdm.build import NERDM_FILENAME, find_record_file, open_record
 from voe.ingest.sources.nerdm.collection import collection_builders, looks_like_collection
 from voe.ingest.sources.nerdm.stream import NerdmStream, NotStreamable, open_streamed
-from voe.ingest.sources.rocrate import crate_builders, crate_files, is_bagged_crate, is_crate_file, is_crate_folder
+from voe.ingest.sources.rocrate import MESSAGE, crate_builders, crate_files, is_bagged_crate, is_crate_file, is_crate_folder
+from voe.ingest.sources.unknown import looks_like, may_be_json
 from voe.ingest.write.loader import clean_stale, write_record, write_streamed
 from voe.settings import settings
 
@@ -285,8 +286,9 @@ def _nerdm(path: Path, schemas: nerdm_schema.NerdmSchemas | None, whole: bool = 
 def _builders(path: Path, schemas: nerdm_schema.NerdmSchemas | None, graph: Graph,
               whole: bool = False, problems: list[IngestProblem] | None = None) -> list[tuple[str, BuilderCore]]:
     """What the path is, by content: a NERDm record (folder or file), a collection of NERDm records (a file or
-    folder of them in the shapes NIST saves), a plain folder, or a facts catalog. `problems` gets what a
-    collection holds that is not a record."""
+    folder of them in the shapes NIST saves), an RO-Crate or a BagIt bag (folder or zip), a plain folder, or a
+    facts catalog; a file that is none of these and not JSON is an InputError saying what it looks like
+    (ingest/sources/unknown.py). `problems` gets what a collection holds that is not a record."""
     problems = problems if problems is not None else []
     if not path.exists():
         raise InputError("path does not exist", path=str(path))
@@ -309,21 +311,21 @@ def _builders(path: Path, schemas: nerdm_schema.NerdmSchemas | None, graph: Grap
             return _crates(path, problems)
         return [("folder", _folder_builder(path, graph))]
     try:
-        head = path.read_bytes()[:1 << 20]
+        with path.open("rb") as fh:
+            head = fh.read(1 << 20)
     except OSError as exc:
         raise InputError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from exc
     if looks_like_catalog(head):
         return [("catalog", b) for b in catalog_builders(path, hash_file(path, follow_symlinks=True),
                                                           path.read_bytes())]
+    if not may_be_json(path, head):  # a zip of a crate or a bag, or a format voe does not read (said as such)
+        if is_crate_file(path):
+            return _crates(path, problems)
+        if is_bag(path):
+            return _bags(path, problems)
+        raise InputError(f"is a format voe cannot read yet ({looks_like(path, head)})", path=str(path))
     if looks_like_collection(path):
         return _collection(path, schemas, problems)
-    if is_crate_file(path):
-        return _crates(path, problems)
-    if is_bag(path):
-        return _bags(path, problems)
-    if head[:4] == b"PK\x03\x04":
-        raise InputError("is a zip voe cannot read yet (not an RO-Crate or .eln: no ro-crate-metadata.json)",
-                         path=str(path))
     return [("nerdm", _nerdm(path, schemas, whole))]
 
 
@@ -347,13 +349,13 @@ NOT_DATA = re.compile(r"^(license|licence|readme|copying|notice)|\.(md|txt|sha25
 
 def _crates(path: Path, problems: list[IngestProblem]) -> list[tuple[str, BuilderCore]]:
     """RO-Crates (ingest/sources/rocrate.py): a builder per crate, a problem per crate or file voe cannot read
-    (a folder's notes and licences excepted); the rest of the call lands."""
+    (a folder's notes, licences and versions' commit messages excepted); the rest of the call lands."""
     builders, errors = crate_builders(path)
     problems += [IngestProblem.of(e.path or str(path), e.message, e.pointer) for e in errors]
     if path.is_dir() and not is_crate_folder(path):
         crates = {b.crate.source for b in builders} | {Path(e.path) for e in errors if e.path}
         for f in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
-            if f not in crates and not NOT_DATA.search(f.name):
+            if f not in crates and not NOT_DATA.search(f.name) and not MESSAGE.match(f.name):
                 problems.append(IngestProblem.of(str(f), "is a format voe cannot read yet in a folder of crates; "
                                                          "left out"))
     if not builders:

@@ -1,10 +1,10 @@
 """packet_escalation: the packet cannot be completed as stated, and nothing in the archive resolves it:
 abstain_or_escalate, after pulling what shows it. An item the packet must rest on has a defect nothing resolves;
 a measurement's calibration is only claimed ("calibrated 2021-02-03"), with no record of it in the archive; a
-document changed between releases and no changelog item says so (one batch edit is one fact), or between two
-versions of a record under a statement that says only its metadata changed; the record's release dates go
-backwards; the item's own description names another material than its record (the sources conflict: which one
-holds is the author's to say)."""
+document changed between releases and no changelog item says so (one batch edit is one fact), or was changed,
+removed, renamed or added between two versions of a record under a statement that says only its metadata changed
+(one version's changes are one fact); the record's release dates go backwards; the item's own description names
+another material than its record (the sources conflict: which one holds is the author's to say)."""
 
 from __future__ import annotations
 
@@ -76,11 +76,14 @@ def conflicting_material(s: Subject) -> Moment | Skip | None:
 
 @rule(Family.PACKET_ESCALATION, "version_unstated",
       gold="abstain_or_escalate",
-      why=("A later version of the record changed or dropped the file, and the release history says of that version "
-           "only that its metadata changed (or nothing): the statement denies what the versions show, so which "
-           "version holds the right bytes is the publisher's to say."))
+      why=("A later version of the record changed, dropped, renamed or added the file, and the release history (or "
+           "commit message) says of that version only that its metadata changed, or nothing: the statement denies "
+           "what the versions show. A rename under \"metadata update\" moved bytes nobody said moved, an addition "
+           "brought data nobody said came, just as a removal took data nobody said went; which version holds the "
+           "data the publisher means is the publisher's to say."))
 def version_unstated(s: Subject) -> Moment | Skip | None:
-    """The item changed or disappeared between two versions under a statement that denies it or none: escalate."""
+    """The item changed, disappeared, moved to another path or appeared between two versions under a statement that
+    denies it or none: escalate."""
     if version_change(s.row) not in ("denied", "none"):
         return None
     facts = version_facts(s.row)

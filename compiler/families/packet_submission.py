@@ -88,8 +88,9 @@ def corrected(s: Subject) -> Moment | Skip | None:
 
 @rule(Family.PACKET_SUBMISSION, "version_stated",
       gold="submit_risk_packet [subject, support]",
-      why=("The file's digest changed between two versions and the release history says the later one updated its "
-           "data: the change is stated, the current version holds the bytes the publisher means."))
+      why=("The file's digest changed, or it moved to another path or first appeared, between two versions, and the "
+           "release history (or commit message) says the later one updated its data: the change is stated, the "
+           "current version holds the bytes the publisher means."))
 def version_stated(s: Subject) -> Moment | Skip | None:
     """A change between two versions the release history states ("data update"): submit the packet."""
     if version_change(s.row) != "stated" or s.cat.objects[s.evidence_id].status != "archived":
@@ -104,7 +105,7 @@ def version_stated(s: Subject) -> Moment | Skip | None:
 def clean(s: Subject) -> Moment | Skip | None:
     """A clean archived subject with clean support: submit exactly the packet."""
     if s.cat.objects[s.evidence_id].status != "archived" or s.row.get("release_status") \
-            or s.row.get("provenance") == "measurement" or s.row.get("version_status"):
+            or s.row.get("provenance") == "measurement" or version_change(s.row) is not None:
         return None
     return submit_packet(Family.PACKET_SUBMISSION, s)
 

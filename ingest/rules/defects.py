@@ -383,6 +383,11 @@ HARD_NEGATIVES: tuple[tuple[str, str], ...] = (
      "decides nothing (neither stated nor unstated)."),
     ("a calibration named by an address outside the archive (a Globus or web link)",
      "The archive names it and it resolves elsewhere, like a record reference: not a gap."),
+    ("a file added, renamed (the same bytes under another path) or removed between two versions where no "
+     "statement speaks of the versions at all (an export at a later commit with no commit message)",
+     "Like a removal or rename no changelog states: nothing says the change is wrong or meant, and an export is a "
+     "selection the next one may make otherwise; a file the later version holds is judged as it is, and the "
+     "curator's report lists the change. A changed digest at the same path is still an unstated change."),
 )
 
 

@@ -34,10 +34,15 @@ fact located at its line. Three statements meet per file, the crate's `sha256`, 
 
 Identity: `crate:<name>` where name is the archive the crate is a version of: the folder that holds it when that
 folder is named `<name>@<version>` (the same export at successive commits), else the file's stem; version the part
-after `@`, else the crate's own `version`. Successive versions of one crate read in one call are compared as a
-record's versions are (ingest/sources/nerdm/collection.py): a file whose bytes changed, or that a later version
-no longer holds, with no statement covering it (a crate carries none). Zip members are extracted into a private
-temporary folder, bounded in number and size, and parsed by content like any held file.
+after `@`, else the crate's own `version`. Successive (dated) versions of one crate read in one call are compared
+as a record's versions are (ingest/rules/versions.py): every file the crate holds, described or not, by its path
+in the crate root and its bytes: changed, renamed (an entity whose path changed over the same bytes, a doubled
+root folder fixed), removed and added files. The statement is the commit message where the folder layout carries
+one beside the export (`<name>@<version>/COMMIT_MSG`, `COMMIT_EDITMSG` or `commit-message.txt`); with none, no
+statement covers a change (coverage `none`). Each change is on the later version's Evidence of the file (a removed
+file: an Evidence of its own, `provenance: "version_notes"`, unavailable), located at the earlier version's entity
+(or member) and at the message. Zip members are extracted into a private temporary folder, bounded in number and
+size, and parsed by content like any held file.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,10 +62,10 @@ from typing import Any
 from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ingest.builder import BuilderCore, Origin, RecordGraph, stamp_rows
-from voe.ingest.payloads.files import LocalBytes, hash_file
+from voe.ingest.payloads.files import LocalBytes, hash_file, span_sha256
 from voe.ingest.payloads.parsers.model import Fact
 from voe.ingest.payloads.parsers.release import version_key
-from voe.ingest.rules import ids, media_types
+from voe.ingest.rules import ids, media_types, versions
 from voe.ingest.rules.evidence import evidence_kind
 from voe.ingest.sources.digest_lists import MAX_LIST_BYTES, Listed, digest_of, list_kind, read_list
 from voe.ontology import Label, Rel
@@ -73,6 +79,9 @@ MAX_MEMBER_BYTES = 1 << 30  # a member larger than this is not extracted (its si
 MAX_TOTAL_BYTES = 4 << 30
 VERSIONED = re.compile(r"^(?P<name>[^@]+)@(?P<version>[^@]+)$")
 BAG_PAYLOAD = "data"  # "RO-Crate in a BagIt bag": the bag's payload folder is the crate root
+# a version's commit message, where the folder of the version carries one beside the export
+MESSAGE = re.compile(r"^(COMMIT_EDITMSG|COMMIT_MSG|commit[-_]message(\.txt|\.md)?)$", re.I)
+MAX_MESSAGE_BYTES = 64 << 10
 
 
 def is_crate_file(path: Path) -> bool:
@@ -120,10 +129,42 @@ class Crate:
     doc: dict[str, Any]
     members: dict[str, int]  # member path -> size in the container
     dated: str = ""
+    message: Message | None = None
+
+    @property
+    def label(self) -> str:
+        """How the crate's files are named in locations: `export.eln!root/ro-crate-metadata.json`."""
+        return f"{self.source.name}!{self.metadata_member}" if self.source.is_file() else self.metadata_member
 
     @property
     def ark(self) -> str:
         return f"crate:{self.name}"
+
+
+@dataclass
+class Message:
+    """A version's commit message: the file beside the export, and its text."""
+
+    path: Path
+    raw: bytes
+    text: str
+
+
+def commit_message(source: Path) -> Message | None:
+    """The commit message the folder layout carries for an exported version (`<name>@<version>/COMMIT_MSG`), or
+    None; one that is not UTF-8 text, or larger than 64 KiB, is none."""
+    if not source.is_file() or not VERSIONED.match(source.parent.name):
+        return None
+    for f in sorted(source.parent.iterdir()):
+        if not MESSAGE.match(f.name) or f.is_symlink() or not f.is_file():
+            continue
+        try:
+            raw = f.read_bytes()[:MAX_MESSAGE_BYTES + 1]
+            text = raw.decode("utf-8-sig").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return Message(f, raw, text) if text and len(raw) <= MAX_MESSAGE_BYTES else None
+    return None
 
 
 def _identity(source: Path, doc: dict[str, Any]) -> tuple[str, str | None]:
@@ -183,7 +224,7 @@ def read_crate(source: Path) -> Crate:
     root_entity = _entity(doc, "./") or {}
     dated = str(meta_entity.get("dateCreated") or meta_entity.get("datePublished")
                 or root_entity.get("datePublished") or "")
-    return Crate(source, name, version, root, member, raw, doc, members, dated)
+    return Crate(source, name, version, root, member, raw, doc, members, dated, commit_message(source))
 
 
 def _inside(root: str, eid: str) -> str | None:
@@ -198,6 +239,28 @@ def _resolve(root: str, base: str, rel: str) -> str | None:
     if joined.startswith("../") or joined == ".." or (root and joined != root and not joined.startswith(root + "/")):
         return None
     return joined
+
+
+def _same_name(eid: str, in_root: set[str] | dict[str, int]) -> str | None:
+    """A member whose path, slashes collapsed, ends with the entity's path, or whose name is the entity's."""
+    want = re.sub(r"/+", "/", eid.lstrip("./").strip("/"))
+    name = posixpath.basename(want)
+    collapsed = {m: re.sub(r"/+", "/", m) for m in in_root}
+    ends = sorted(m for m, flat in collapsed.items() if flat.endswith("/" + want) or flat == want)
+    if ends:
+        return ends[0]
+    same = sorted(m for m in in_root if posixpath.basename(m) == name)
+    return same[0] if len(same) == 1 else None
+
+
+@dataclass
+class PriorFile:
+    """A file an earlier version holds: its bytes, and its entity (graph index) or, undescribed, its member."""
+
+    sha256: str
+    size: int
+    entity: int | None
+    member: str
 
 
 @dataclass
@@ -217,7 +280,7 @@ class DigestList:
 class PriorCrate:
     version: str
     crate: Crate
-    files: dict[str, tuple[int, str, int]] = field(default_factory=dict)  # path in root -> (graph index, sha, size)
+    files: dict[str, PriorFile] = field(default_factory=dict)  # path in the crate root -> what it held there
 
 
 class CrateBuilder(BuilderCore):
@@ -234,20 +297,24 @@ class CrateBuilder(BuilderCore):
         self.file_sha = hashlib.sha256(crate.raw).hexdigest()
         self.provenance = "crate"
         self.validated = True
-        label = crate.source.name if crate.source.is_file() else crate.source.name
-        self._record_name = f"{label}!{crate.metadata_member}" if crate.source.is_file() else crate.metadata_member
+        self._record_name = crate.label
         self._tmp = Path(tempfile.mkdtemp(prefix="voe-crate-"))
         self.root = self._tmp
         self.record_file = self._tmp / crate.metadata_member
+        # what the version is compared with is part of what the record says: another earlier export, or another
+        # commit message, is another record
+        compared = [hashlib.sha256(prior.crate.raw).hexdigest().encode() if prior else b"first",
+                    hashlib.sha256(crate.message.raw).hexdigest().encode() if crate.message else b"no-message"]
         self._start(crate.ark, ids.record_id(crate.ark, crate.version), crate.version,
                     str((_entity(crate.doc, "./") or {}).get("name") or crate.name),
-                    [self.file_sha.encode(), f"crate:{crate.source.name}:{crate.version}".encode()])
+                    [self.file_sha.encode(), f"crate:{crate.source.name}:{crate.version}".encode(), *compared])
         self._entries = {}
         self._any_special = False
         self.hashes: dict[str, tuple[str, int]] = {}  # member path in root -> (sha256, size), for later versions
         self._by_member: dict[str, str] = {}  # member -> the component whose bytes it is
         self._by_rel: dict[str, str] = {}  # path in root -> its component
         self._bytes: dict[str, LocalBytes] = {}  # component -> the bytes it holds
+        self._evidence_rows: dict[str, NodeRow] = {}  # this version's Evidence rows by id, once they are all built
         self._zip: zipfile.ZipFile | None = None
 
     def _fallback_origin(self) -> Origin:
@@ -328,8 +395,7 @@ class CrateBuilder(BuilderCore):
 
     def _rel(self, member: str) -> str:
         """A member's path inside the crate root."""
-        root = self.crate.root
-        return member[len(root) + 1:] if root and member.startswith(root + "/") else member
+        return _relative(self.crate.root, member)
 
     def _component(self, rel: str, props: dict[str, Any], pointer: str | None) -> str:
         cid = ids.component_id(self.rec_id, rel)
@@ -371,7 +437,7 @@ class CrateBuilder(BuilderCore):
             cid = self._component(rel, {**base, "held": False, "status": "outside_root"}, ptr)
             self.defect("crate.file.escapes", cid, Label.COMPONENT, ptr,
                         f"the entity {eid!r} resolves outside the crate root; nothing outside it is read")
-            found = self._same_name(eid, in_root)
+            found = _same_name(eid, in_root)
             self._evidence(rel, cid, ptr, e, available=False)
             return {found} if found else set()
         rel = self._rel(member)
@@ -381,7 +447,7 @@ class CrateBuilder(BuilderCore):
             self._checks(cid, ptr, rel, local, declared_size, declared_sha, media)
             self._evidence(rel, cid, ptr, e, available=True)
             return {member}
-        found = self._same_name(eid, in_root)
+        found = _same_name(eid, in_root)
         if found is not None:
             cid = self._component(rel, {**base, "held": False, "found_at": found}, ptr)
             local = self._hold(found, rel, cid)
@@ -396,17 +462,6 @@ class CrateBuilder(BuilderCore):
                     f"the entity {eid!r} names {member!r}; the container holds no member of that name")
         self._attested(rel, ptr, e)
         return set()
-
-    def _same_name(self, eid: str, in_root: set[str]) -> str | None:
-        """A member whose path, slashes collapsed, ends with the entity's path, or whose name is the entity's."""
-        want = re.sub(r"/+", "/", eid.lstrip("./").strip("/"))
-        name = posixpath.basename(want)
-        collapsed = {m: re.sub(r"/+", "/", m) for m in in_root}
-        ends = sorted(m for m, flat in collapsed.items() if flat.endswith("/" + want) or flat == want)
-        if ends:
-            return ends[0]
-        same = sorted(m for m in in_root if posixpath.basename(m) == name)
-        return same[0] if len(same) == 1 else None
 
     def _checks(self, cid: str, ptr: str, rel: str, local: LocalBytes | None, size: int | None, sha: str | None,
                 media: str | None) -> None:
@@ -518,20 +573,126 @@ class CrateBuilder(BuilderCore):
 
     # -- versions -----------------------------------------------------------------------------------------
     def _versions(self) -> None:
-        """Files of the previous version whose bytes this version changed at the same path, with no statement (a
-        crate says nothing of what changed between its versions). A file a later export no longer holds decides
-        nothing: an export is a selection, and the next one may select other entries."""
+        """This version's files against the previous version's (ingest/rules/versions.py), with the commit message
+        the folder layout carries, if any: each change on this version's Evidence of the file, located at what
+        the earlier version held there (its entity, or its member when no entity described it; for a file it did
+        not hold, its graph) and at the message."""
         if self.prior is None:
             return
-        for rel, (_, sha, size) in sorted(self.prior.files.items()):
-            eid = ids.evidence_id(self.rec_id, rel)
-            row = next((r for r in self.g.nodes if r.id == eid), None)
-            now = self.hashes.get(rel)
-            before = [{"path": rel, "sha256": sha, "size": size, "source": None}]
-            if row is not None and now is not None and now[0] != sha:
-                row.props.update({"version_status": "changed", "version_from": self.prior.version,
-                                  "version_to": self.crate.version, "version_coverage": "none",
-                                  "version_changed": [rel], "version_before_json": json.dumps(before, sort_keys=True)})
+        p = self.prior
+        self._evidence_rows = {r.id: r for r in self.g.nodes if Label.EVIDENCE in r.labels}
+        found = versions.compare({rel: (f.sha256, f.size) for rel, f in p.files.items()}, self.hashes)
+        message = self.crate.message
+        cover = versions.coverage(message.text if message else None)
+        said = [self._message_location(message)] if message else []
+        for rel in found.changed:
+            self._version_item(rel, "changed", {**self._before(rel)}, self._prior_location(rel), cover, said)
+        for old, new in found.renamed:
+            self._version_item(new, "renamed", {**self._before(old), "renamed_to": new}, self._prior_location(old),
+                               cover, said)
+        for rel in found.added:
+            graph = p.crate.doc.get("@graph")
+            self._version_item(rel, "added", {"path": rel, "sha256": None, "size": None, "listed": False, "source": {
+                "path": p.crate.label, "locator": "/@graph", "sha256": span_sha256(graph)}},
+                self._prior_at("/@graph", graph), cover, said)
+        for rel in found.removed:
+            self._removed(rel, cover, said)
+
+    def _version_props(self, status: str, rel: str, before: dict[str, Any], cover: str) -> dict[str, Any]:
+        assert self.prior is not None
+        message = self.crate.message
+        return {"version_status": status, "version_from": self.prior.version, "version_to": self.crate.version,
+                "version_statement": message.text if message else None, "version_coverage": cover,
+                "version_changed": [rel], "version_before_json": json.dumps([{**before, "status": status}],
+                                                                            sort_keys=True)}
+
+    def _version_item(self, rel: str, status: str, before: dict[str, Any], where: str, cover: str,
+                      said: list[str]) -> None:
+        eid = ids.evidence_id(self.rec_id, rel)
+        row = self._evidence_rows.get(eid)
+        if row is None:
+            return
+        row.props.update(self._version_props(status, rel, before, cover))
+        for loc in [where, *said]:
+            self.g.edges.append(EdgeRow(Rel.LOCATED_AT, eid, Label.EVIDENCE, loc, Label.SOURCE_LOCATION))
+
+    def _removed(self, rel: str, cover: str, said: list[str]) -> None:
+        """A file the earlier version held and this one does not: an Evidence of this version that answers
+        `unavailable` (the one an entity of this version still names, if any), located at what the earlier
+        version held and at the message."""
+        eid = ids.evidence_id(self.rec_id, rel)
+        props = self._version_props("removed", rel, self._before(rel), cover)
+        row = self._evidence_rows.get(eid)
+        if row is not None:  # this version describes it and does not hold it (absent, or outside the root)
+            row.props.update(props)
+        else:
+            kind, rule = evidence_kind(rel, None, None, None)
+            self.g.nodes.append(NodeRow(eid, (Label.EVIDENCE,), self._owned({
+                "canonical_id": eid, "kind": kind, "kind_rule": rule, "title": posixpath.basename(rel) or rel,
+                "filepath": rel, "record_ark": self.ark, "provenance": "version_notes", "available": False,
+                "held": False, **props})))
+            self.g.evidence[kind] += 1
+        for loc in [self._prior_location(rel), *said]:
+            self.g.edges.append(EdgeRow(Rel.LOCATED_AT, eid, Label.EVIDENCE, loc, Label.SOURCE_LOCATION))
+
+    def _before(self, rel: str) -> dict[str, Any]:
+        """What the earlier version held at a path, and where it says so (its entity, else the member's bytes)."""
+        assert self.prior is not None
+        f, c = self.prior.files[rel], self.prior.crate
+        if f.entity is not None:
+            source = {"path": c.label, "locator": f"/@graph/{f.entity}", "sha256": span_sha256(c.doc["@graph"][f.entity])}
+        else:
+            source = {"path": f"{c.source.name}!{f.member}" if c.source.is_file() else f.member, "locator": "file",
+                      "sha256": f.sha256}
+        return {"path": rel, "sha256": f.sha256, "size": f.size, "source": source}
+
+    def _prior_location(self, rel: str) -> str:
+        """The earlier version's entity of a file (in its metadata file), or the bytes of a member it held and no
+        entity described."""
+        assert self.prior is not None
+        f, c = self.prior.files[rel], self.prior.crate
+        if f.entity is not None:
+            return self._prior_at(f"/@graph/{f.entity}", c.doc["@graph"][f.entity])
+        loc = ids.location_id(f.sha256, "file")
+        if loc not in self._locations:
+            self._locations.add(loc)
+            name = f"{c.source.name}!{f.member}" if c.source.is_file() else f.member
+            fid = self.file(LocalBytes(Path(f.member), f.sha256, f.size), origin="crate")
+            self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,), self._owned({
+                "kind": "file_region", "path": name, "file_sha256": f.sha256, "locator": "file",
+                "span_sha256": f.sha256})))
+            self.g.edges.append(EdgeRow(Rel.IN_FILE, loc, Label.SOURCE_LOCATION, fid, Label.FILE))
+        return loc
+
+    def _prior_at(self, pointer: str, value: Any) -> str:
+        """A JSON pointer into the earlier version's metadata file."""
+        assert self.prior is not None
+        c = self.prior.crate
+        file_sha = hashlib.sha256(c.raw).hexdigest()
+        loc = ids.location_id(file_sha, pointer)
+        if loc not in self._locations:
+            self._locations.add(loc)
+            fid = self.file(LocalBytes(Path(c.metadata_member), file_sha, len(c.raw)), origin="crate")
+            self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,), self._owned({
+                "kind": "json_pointer", "path": c.label, "file_sha256": file_sha, "pointer": pointer,
+                "span_sha256": span_sha256(value)})))
+            self.g.edges.append(EdgeRow(Rel.IN_FILE, loc, Label.SOURCE_LOCATION, fid, Label.FILE))
+        return loc
+
+    def _message_location(self, message: Message) -> str:
+        """The commit message, located at its file beside the export (its whole text, lines 1 to n)."""
+        sha = hashlib.sha256(message.raw).hexdigest()
+        lines = max(1, message.raw.decode("utf-8-sig").rstrip().count("\n") + 1)
+        loc = ids.location_id(sha, f"L1-L{lines}")
+        if loc not in self._locations:
+            self._locations.add(loc)
+            fid = self.file(LocalBytes(message.path, sha, len(message.raw)), origin="crate")
+            self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,), self._owned({
+                "kind": "commit_message", "path": f"{message.path.parent.name}/{message.path.name}",
+                "file_sha256": sha, "locator": f"L1-L{lines}", "line": 1, "end_line": lines,
+                "text": message.text[:4000], "span_sha256": sha})))
+            self.g.edges.append(EdgeRow(Rel.IN_FILE, loc, Label.SOURCE_LOCATION, fid, Label.FILE))
+        return loc
 
 
 def _at(doc: Any, pointer: str) -> Any:
@@ -557,11 +718,11 @@ def crate_builders(path: Path) -> tuple[list[CrateBuilder], list[InputError]]:
     for c in crates:
         by_name.setdefault(c.name, []).append(c)
     builders: list[CrateBuilder] = []
-    for _name, versions in sorted(by_name.items()):
+    for _name, exports in sorted(by_name.items()):
         # only dated versions have an order: an undated one is compared with nothing
-        versions.sort(key=lambda c: (c.dated, version_key(c.version or "")))
+        exports.sort(key=lambda c: (c.dated, version_key(c.version or "")))
         prior: PriorCrate | None = None
-        for c in versions:
+        for c in exports:
             b = CrateBuilder(c, prior if c.dated else None)
             builders.append(b)
             if c.dated:
@@ -569,22 +730,54 @@ def crate_builders(path: Path) -> tuple[list[CrateBuilder], list[InputError]]:
     return builders, problems
 
 
-def _prior_files(c: Crate) -> dict[str, tuple[int, str, int]]:
-    """The files an earlier version holds, by path in its root, with their sha256 and size (read from the zip)."""
-    out: dict[str, tuple[int, str, int]] = {}
-    if c.source.is_dir():
-        return out
-    with zipfile.ZipFile(c.source) as z:
-        for i, e in enumerate(c.doc.get("@graph") or []):
-            if not isinstance(e, dict) or "File" not in _types(e) or not isinstance(e.get("@id"), str):
-                continue
-            member = _inside(c.root, e["@id"])
-            if member is None or member not in c.members or c.members[member] > MAX_MEMBER_BYTES:
+def _held_files(c: Crate) -> dict[str, tuple[int | None, str]]:
+    """What the crate's builder holds, by path in the crate root: each File entity's member (at its path, else the
+    member of that name it means) and each member no entity describes, with the entity's graph index (None for an
+    undescribed member). An entity that climbs out of the root, or names nothing the container holds, holds
+    nothing; neither does the crate's own packaging."""
+    in_root = {m for m in c.members if not c.root or m.startswith(c.root + "/")}
+    out: dict[str, tuple[int | None, str]] = {}
+    described: set[str] = set()
+    for i, e in enumerate(c.doc.get("@graph") or []):
+        if not isinstance(e, dict) or "File" not in _types(e) or not isinstance(e.get("@id"), str):
+            continue
+        eid = e["@id"]
+        if ADDRESS.match(eid) and "://" in eid:
+            continue
+        member = _inside(c.root, eid)
+        found = member if member in in_root else _same_name(eid, in_root)
+        if found is not None:
+            described.add(found)
+            if member is not None:
+                out.setdefault(_relative(c.root, member), (i, found))
+    for m in sorted(in_root - described):
+        if not PACKAGING.search(m):
+            out.setdefault(_relative(c.root, m), (None, m))
+    return out
+
+
+def _relative(root: str, member: str) -> str:
+    return member[len(root) + 1:] if root and member.startswith(root + "/") else member
+
+
+def _prior_files(c: Crate) -> dict[str, PriorFile]:
+    """The files an earlier version holds, by path in its root, with their sha256 and size (read from the
+    container): what its builder held, compared with what the next version holds."""
+    out: dict[str, PriorFile] = {}
+    opened = None if c.source.is_dir() else zipfile.ZipFile(c.source)
+    try:
+        for rel, (i, member) in sorted(_held_files(c).items()):
+            if c.members.get(member, 0) > MAX_MEMBER_BYTES:
                 continue
             h = hashlib.sha256()
-            with z.open(member) as fh:
-                while chunk := fh.read(1 << 20):
-                    h.update(chunk)
-            rel = member[len(c.root) + 1:] if c.root and member.startswith(c.root + "/") else member
-            out[rel] = (i, h.hexdigest(), c.members[member])
+            try:
+                with (opened.open(member) if opened is not None else (c.source / member).open("rb")) as fh:
+                    while chunk := fh.read(1 << 20):
+                        h.update(chunk)
+            except (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError):
+                continue  # bytes the earlier version's own ingest names as unreadable: nothing to compare
+            out[rel] = PriorFile(h.hexdigest(), c.members[member], i, member)
+    finally:
+        if opened is not None:
+            opened.close()
     return out

@@ -291,8 +291,9 @@ def test_the_shared_archives_with_a_new_one_keep_the_gate_the_fact_limits_and_ev
 
 def _new_formats(root: Path) -> list[Path]:
     """An archive of each new format with one instance of every pattern: a NERDm collection (RMM search results:
-    a record in two versions, the later dropping a file and changing another under "metadata update", one whose
-    release dates go backwards, a file with no checksum where others have one), an `.eln` crate (entities that
+    a record in two versions, the later dropping a file and changing another under "metadata update", another whose
+    later version only renames a file and adds one under "metadata update", one whose release dates go backwards, a
+    file with no checksum where others have one), an `.eln` crate (entities that
     double the root folder, one naming a file the export lacks, a declared type that does not fit, a member no entity
     describes, a stale sha256 its digest list resolves, a list line that contradicts the bytes, clean files) and a
     zipped multibag (a member whose Payload-Oxum is another's, a payload file its manifest lists with another digest,
@@ -322,9 +323,15 @@ def _new_formats(root: Path) -> list[Path]:
                    ("1.0.2", "2021-12-01", "data update")])
     clean = record(9103, "1.0.0", [comp(f"cell_{i}.csv", h(f"c{i}")) for i in range(1, 5)],
                    [("1.0.0", "2023-01-01", "initial")])
+    # only a rename (the same bytes under another name) and an addition, under "metadata update"
+    moved = [record(9104, "1.0.0", [comp(f"gauge_{i}.csv", h(f"g{i}")) for i in range(1, 4)],
+                    [("1.0.0", "2024-01-01", "initial")]),
+             record(9104, "1.1.0", [comp("gauge_1.csv", h("g1")), comp("gauge_2.csv", h("g2")),
+                                    comp("gauge_3_final.csv", h("g3")), comp("gauge_4.csv", h("g4"))],
+                    [("1.0.0", "2024-01-01", "initial"), ("1.1.0", "2024-05-01", "metadata update")])]
     collection = root / "collection-snapshots"
     collection.mkdir()
-    (collection / "search.json").write_text(json.dumps({"ResultCount": 4, "ResultData": [v1, v2, back, clean]}))
+    (collection / "search.json").write_text(json.dumps({"ResultCount": 6, "ResultData": [v1, v2, back, clean, *moved]}))
 
     crate = root / "eln-export@abc1234" / "lab.eln"
     crate.parent.mkdir()
@@ -385,6 +392,10 @@ def test_each_new_format_yields_decisions_alone_and_with_the_shared_archives(gra
     # the crate's digest list: it resolves a stale sha256 (submit), and its line that contradicts the bytes is a defect
     assert {"resolved:ev:crate:eln-export@abc1234/checked/stale.csv",
             "defect:ev:crate:eln-export@abc1234/checked/listed.csv"} <= {f for a in answers.values() for f in a.gold_facts}
+    # a rename and an addition under "metadata update" are a conflict like a removal under it: escalate
+    denied = {a.family.value for a in answers.values()
+              if "version:record:ark:/88434/mds2-9104@1.1.0|1.0.0->1.1.0" in a.gold_facts}
+    assert denied == {"packet_escalation"}
     families = {a.family.value for a in answers.values()}
     assert {"source_integrity", "packet_escalation", "packet_submission"} <= families
     assert ingest_paths([archives / s for s in SHARED], graph).errors == []

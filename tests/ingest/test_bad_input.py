@@ -4,8 +4,11 @@ records of the same call still ingested, nothing half-written for the one that f
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
+import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -98,6 +101,36 @@ def test_cli_names_the_file_exits_2_and_keeps_going(
     assert summary["records"] == 1
     assert summary["errors"][0]["path"] == str(bad / "nerdm.json")
     assert "Traceback" not in proc.stderr
+
+
+def test_cli_names_each_file_of_a_format_voe_cannot_read_and_ingests_the_rest(
+    graph: Graph, archives: Path, tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    """A tarred bag, random bytes and a zip that is neither a crate nor a bag, beside a good record: one line each
+    saying what the file looks like, exit 2, no traceback, the record ingested."""
+    bag = tmp_path / "bag"
+    (bag / "data").mkdir(parents=True)
+    (bag / "bagit.txt").write_text("BagIt-Version: 0.97\nTag-File-Character-Encoding: UTF-8\n")
+    (bag / "data" / "a.csv").write_text("a,b\n1,2\n")
+    tgz = tmp_path / "bag.tgz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        tar.add(bag, arcname="bag")
+    noise = tmp_path / "noise.bin"
+    noise.write_bytes(random.Random(42).randbytes(4096))
+    other = tmp_path / "other.zip"
+    with zipfile.ZipFile(other, "w") as z:
+        z.writestr("notes/readme.txt", "no crate, no bag")
+    proc = _voe(["ingest", str(tgz), str(noise), str(other), str(archives / "mds2-2106")], cli_env)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        f"error: {tgz}: is a format voe cannot read yet (a gzip-compressed tar archive holding a BagIt bag; voe "
+        "reads a bag as a folder or a zip)",
+        f"error: {noise}: is a format voe cannot read yet (binary data)",
+        f"error: {other}: is a format voe cannot read yet (a zip with no ro-crate-metadata.json and no bagit.txt: "
+        "neither an RO-Crate or .eln nor a BagIt bag)"]
+    assert [r["ark"] for r in rows(graph, "MATCH (r:Record) RETURN r.ark AS ark")] == ["ark:/88434/mds2-2106"]
 
 
 def test_cli_text_output_has_no_traceback(graph: Graph, tmp_path: Path, cli_env: dict[str, str]) -> None:

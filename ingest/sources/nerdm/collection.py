@@ -12,12 +12,16 @@
 - Every fact is located as in a record folder, by JSON pointer into the file that holds the snapshot (the
   pointer starts at the record: `/ResultData/3/components/2`), the file named by its path in the collection.
   Snapshots hold no payloads: a collection's files are never looked up as a record's payloads.
-- Versions as evidence: the versions of one identifier the call reads are compared in order (added, removed and
-  changed files: another declared digest or size), with the statement the release history gives the later one
-  (`description` of its `hasRelease` entry). A change under a statement that speaks of data ("data update") is a
-  stated change; under a statement that denies it ("metadata update") or none it is not (coverage `denied`,
-  `none`). A changed file's evidence item records the change; a removed file is an Evidence of the later version
-  (`provenance: "version_notes"`, unavailable), located at the earlier version's component and at the statement.
+- Versions as evidence: the versions of one identifier the call reads are compared in order, data file by data
+  file (ingest/rules/versions.py: changed, renamed, removed and added files), with the statements the release
+  history gives the versions since the earlier one (`description` of their `hasRelease` entries). A change under a
+  statement that speaks of data ("data update") is a stated change; under statements that deny it ("metadata
+  update") or none it is not (coverage `denied`, `none`). Each change is recorded on the evidence item that holds
+  the file in the later version (the file itself at the root, else its folder): `version_status`, the statements,
+  and what the earlier version lists of each file, located at its component (for a file it did not list, at its
+  list of components) and at the statements. A removed file nothing of the later version holds is an Evidence of
+  its own (`provenance: "version_notes"`, unavailable), located at the earlier version's component and at the
+  statement.
   A release history whose dates go backwards is recorded on the Record (`release_dates_backwards`).
 """
 
@@ -27,6 +31,7 @@ import hashlib
 import json
 import posixpath
 import re
+from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,15 +40,12 @@ from voe.errors import InputError
 from voe.graph import EdgeRow, NodeRow
 from voe.ingest.payloads.files import LocalBytes, iter_entries, span_sha256
 from voe.ingest.payloads.parsers.release import version_key
-from voe.ingest.rules import ids
+from voe.ingest.rules import ids, versions
 from voe.ingest.rules.evidence import evidence_kind
 from voe.ingest.sources.nerdm.build import NerdmBuilder, NerdmComponent, check_record, load_json, looks_nerdm
 from voe.ontology import Label, Rel
 
 VERSION_SUFFIX = re.compile(r"/pdr:v(?:/(?P<version>[^/]+))?$")
-# a release statement speaks of data (covers a change of the files) or only of metadata (denies one)
-DATA_WORDS = re.compile(r"(?<!meta)\bdata\b|\bfiles?\b|\bchecksums?\b|\bsizes?\b", re.I)
-METADATA_ONLY = re.compile(r"\bmetadata\b|\btags?\b|\bcollection\b|\bkeywords?\b|\btitle\b", re.I)
 MAX_FILES = 10_000  # files of a collection folder read at most (a folder of more is refused, naming the limit)
 
 
@@ -169,15 +171,6 @@ class Prior:
     files: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
 
 
-def coverage(statement: str | None) -> str:
-    """`stated`: the statement speaks of data or files; `denied`: it speaks only of metadata; `none`: no statement."""
-    if not statement:
-        return "none"
-    if DATA_WORDS.search(statement):
-        return "stated"
-    return "denied" if METADATA_ONLY.search(statement) else "none"
-
-
 class SnapshotBuilder(NerdmBuilder):
     """One record of a collection: a NERDm record at a pointer of a shared file, with no payloads."""
 
@@ -188,8 +181,12 @@ class SnapshotBuilder(NerdmBuilder):
         self.snap, self.base = snap, snap.pointer
         self._record_name = snap.relpath
         self.prior, self.statement, self.conflict, self.between = prior, statement, conflict, between
+        # the version it is compared with, and what the histories say since, are part of what the record says
+        compared = json.dumps([prior.version if prior else None,
+                               hashlib.sha256(prior.snapshot.raw).hexdigest() if prior else None,
+                               [st.text if st else None for st in between]])
         self._open(snap.file, snap.doc, hashlib.sha256(snap.raw).hexdigest(), len(snap.raw), validated,
-                   rec_id=rec_id, stamp=f"snapshot:{snap.relpath}#{snap.pointer}".encode())
+                   rec_id=rec_id, stamp=f"snapshot:{snap.relpath}#{snap.pointer}\0{compared}".encode())
         self._entries = {}  # a collection holds records, not their payloads
         self._any_special = False
 
@@ -213,64 +210,86 @@ class SnapshotBuilder(NerdmBuilder):
             row.props["release_dates_backwards"] = backwards
 
     def _after_evidence(self, parsed: list[tuple[int, NerdmComponent, str]]) -> None:
+        """This version's data files against the prior version's (ingest/rules/versions.py): each change on the
+        evidence item that holds the file now (a file that is gone and held by nothing: an Evidence of its own,
+        `_removed`), located at what the earlier version lists (or at its list, for a file it does not list) and
+        at the statements of the versions since."""
         if self.prior is None:
             return
-        now = {c.filepath: (i, c) for i, c, _ in parsed if c.filepath and c.kind is Label.DATA_FILE}
+        after = {c.filepath: (c.checksum.hash.lower() if c.checksum and c.checksum.hash else None, c.size)
+                 for _, c, _ in parsed if c.filepath and c.kind is Label.DATA_FILE}
+        found = versions.compare({p: _declared(c) for p, (_, c) in self.prior.files.items()}, after)
         cover = span_coverage(self.between)
-        said = [loc for st in self.between if st is not None for loc in [self._statement_location(st)]]
-        touched: dict[str, list[str]] = {}
-        for path, (j, old) in sorted(self.prior.files.items()):
-            before = _declared(old)
-            if path not in now:
-                self._removed(path, j, old, cover, said)
+        said = [self._statement_location(st) for st in self.between if st is not None]
+        held: dict[str, list[tuple[str, str, dict[str, Any], str]]] = {}  # holder -> (status, path, before, where)
+        rows = {r.id: r for r in self.g.nodes if Label.EVIDENCE in r.labels}
+
+        def note(status: str, path: str, before: dict[str, Any], where: str) -> bool:
+            """On the item that holds `path` now; False when nothing does (a file in a folder the record does not
+            list as a subcollection: nothing to hang the change on)."""
+            holder = self._holder(path, rows)
+            if holder is not None:
+                held.setdefault(holder, []).append((status, path, {**before, "status": status}, where))
+            return holder is not None
+
+        for path in found.changed:
+            note("changed", path, self._before(path), self._prior_location(*self.prior.files[path]))
+        for old, new in found.renamed:
+            note("renamed", new, {**self._before(old), "renamed_to": new}, self._prior_location(*self.prior.files[old]))
+        for path in found.added:
+            note("added", path, self._unlisted(path), self._prior_list_location())
+        for path in found.removed:
+            j, old_comp = self.prior.files[path]
+            # a file of a folder this version still has: the folder stands for it
+            if "/" in path.strip("/") and note("removed", path, self._before(path), self._prior_location(j, old_comp)):
                 continue
-            i, comp = now[path]
-            after = (comp.checksum.hash.lower() if comp.checksum and comp.checksum.hash else None, comp.size)
-            if before[0] and after[0] and before[0] != after[0] or (
-                    before[1] is not None and after[1] is not None and before[1] != after[1]):
-                holder = self._holder(path)
-                if holder is not None:
-                    touched.setdefault(holder, []).append(path)
-        for eid, paths in touched.items():
-            row = next((r for r in self.g.nodes if r.id == eid), None)
-            if row is None:
-                continue
-            row.props.update({"version_status": "changed", "version_from": self.prior.version,
-                              "version_to": self.header.version, "version_statement": self._said(),
-                              "version_coverage": cover, "version_changed": sorted(paths)})
-            for path in paths:
-                j, old = self.prior.files[path]
-                self.g.edges.append(EdgeRow(Rel.LOCATED_AT, eid, Label.EVIDENCE, self._prior_location(j, old),
-                                            Label.SOURCE_LOCATION))
-            for loc in said:
+            self._removed(path, j, old_comp, cover, said)
+        for eid, changes in held.items():
+            row = rows[eid]
+            row.props.update({"version_status": versions.status_of(c[0] for c in changes),
+                              "version_from": self.prior.version, "version_to": self.header.version,
+                              "version_statement": self._said(), "version_coverage": cover,
+                              "version_changed": sorted(c[1] for c in changes),
+                              "version_before_json": json.dumps(sorted((c[2] for c in changes),
+                                                                       key=lambda b: (b["path"], b["status"])),
+                                                                sort_keys=True)})
+            for loc in dict.fromkeys([*(c[3] for c in changes), *said]):
                 self.g.edges.append(EdgeRow(Rel.LOCATED_AT, eid, Label.EVIDENCE, loc, Label.SOURCE_LOCATION))
-            row.props["version_before_json"] = json.dumps([self._before(p) for p in sorted(paths)], sort_keys=True)
 
     def _said(self) -> str | None:
         """What the release histories say of the versions since the prior one ("1.0.3: metadata update; ...")."""
         return "; ".join(f"{st.version}: {st.text}" for st in self.between if st is not None) or None
 
-    def _holder(self, filepath: str) -> str | None:
-        """The evidence item holding a file: itself at the root, else its top folder's nearest subcollection."""
+    def _holder(self, filepath: str, evidence: Container[str]) -> str | None:
+        """The evidence item (of `evidence`, by id) holding a file: itself at the root, else its top folder's
+        nearest subcollection."""
         parts = filepath.strip("/").split("/")
         for k in range(len(parts), 0, -1):
             eid = ids.evidence_id(self.rec_id, "/".join(parts[:k]))
-            if any(r.id == eid for r in self.g.nodes):
+            if eid in evidence:
                 return eid
         return None
 
     def _prior_location(self, j: int, comp: dict[str, Any]) -> str:
         """The earlier version's component, located in the file that holds that version (another snapshot)."""
+        return self._prior_at(f"/components/{j}", comp)
+
+    def _prior_list_location(self) -> str:
+        """The earlier version's list of components: where a file it does not list is not listed."""
+        snap = self.prior.snapshot if self.prior else self.snap
+        return self._prior_at("/components", snap.doc.get("components"))
+
+    def _prior_at(self, pointer: str, value: Any) -> str:
         snap = self.prior.snapshot if self.prior else self.snap
         file_sha = hashlib.sha256(snap.raw).hexdigest()
-        pointer = f"{snap.pointer}/components/{j}"
+        pointer = f"{snap.pointer}{pointer}"
         loc = ids.location_id(file_sha, pointer)
         if loc not in self._locations:
             self._locations.add(loc)
             fid = self.file_of(snap)
             self.g.nodes.append(NodeRow(loc, (Label.SOURCE_LOCATION,), self._owned({
                 "kind": "json_pointer", "path": snap.relpath, "file_sha256": file_sha, "pointer": pointer,
-                "span_sha256": span_sha256(comp)})))
+                "span_sha256": span_sha256(value)})))
             self.g.edges.append(EdgeRow(Rel.IN_FILE, loc, Label.SOURCE_LOCATION, fid, Label.FILE))
         return loc
 
@@ -282,6 +301,14 @@ class SnapshotBuilder(NerdmBuilder):
         return {"path": path, "sha256": digest, "size": size, "source": {
             "path": self.prior.snapshot.relpath, "locator": f"{self.prior.snapshot.pointer}/components/{j}",
             "sha256": span_sha256(comp)}}
+
+    def _unlisted(self, path: str) -> dict[str, Any]:
+        """A file the earlier version does not list: its list of components is where that is read."""
+        assert self.prior is not None
+        snap = self.prior.snapshot
+        return {"path": path, "sha256": None, "size": None, "listed": False, "source": {
+            "path": snap.relpath, "locator": f"{snap.pointer}/components",
+            "sha256": span_sha256(snap.doc.get("components"))}}
 
     def file_of(self, snap: Snapshot) -> str:
         return self.file(LocalBytes(snap.file, hashlib.sha256(snap.raw).hexdigest(), len(snap.raw)), origin="nerdm")
@@ -303,10 +330,8 @@ class SnapshotBuilder(NerdmBuilder):
         return loc
 
     def _removed(self, path: str, j: int, old: dict[str, Any], cover: str, said: list[str]) -> None:
-        """A file the earlier version lists and this one does not: an Evidence of this version that answers
-        `unavailable`, located at the earlier version's component and at the statement."""
-        if "/" in path.strip("/") and self._holder(path) is not None:
-            return  # a file of a folder this version still has: the folder stands for it
+        """A file the earlier version lists, this one does not, and nothing of this one holds: an Evidence of this
+        version that answers `unavailable`, located at the earlier version's component and at the statement."""
         kind, rule = evidence_kind(path, old.get("title"), old.get("mediaType"), None)
         eid = ids.evidence_id(self.rec_id, path)
         self.g.nodes.append(NodeRow(eid, (Label.EVIDENCE,), self._owned({
@@ -314,7 +339,8 @@ class SnapshotBuilder(NerdmBuilder):
             "filepath": path, "record_ark": self.ark, "provenance": "version_notes", "available": False,
             "held": False, "version_status": "removed", "version_from": self.prior.version if self.prior else None,
             "version_to": self.header.version, "version_statement": self._said(), "version_coverage": cover,
-            "version_changed": [path], "version_before_json": json.dumps([self._before(path)], sort_keys=True)})))
+            "version_changed": [path],
+            "version_before_json": json.dumps([{**self._before(path), "status": "removed"}], sort_keys=True)})))
         self.g.edges.append(EdgeRow(Rel.LOCATED_AT, eid, Label.EVIDENCE, self._prior_location(j, old),
                                     Label.SOURCE_LOCATION))
         for loc in said:
@@ -418,12 +444,8 @@ def _between(said: dict[tuple[str, str], Statement], ident: str, after: str | No
 
 
 def span_coverage(statements: list[Statement | None]) -> str:
-    """A change over several versions is stated when one of their statements speaks of data, denied when every one
-    of them is known and denies it, else no statement covers it."""
-    kinds = [coverage(s.text if s else None) for s in statements]
-    if "stated" in kinds:
-        return "stated"
-    return "denied" if kinds and all(k == "denied" for k in kinds) else "none"
+    """How the statements of the versions since the prior one cover its changes (ingest/rules/versions.py)."""
+    return versions.span_coverage(s.text if s else None for s in statements)
 
 
 def _files(s: Snapshot) -> dict[str, tuple[int, dict[str, Any]]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zipfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,13 @@ def test_the_eln_exports_their_breaks_and_their_fixes(graph: Graph, archives: Pa
     versions = {r["v"]: r["d"] for r in rows(graph, "MATCH (r:Record {ark: 'crate:PASTA'}) RETURN r.version AS v, "
                                                     "r.dated AS d")}
     assert sorted(versions, key=versions.__getitem__) == ["8f93b89", "a9641fd", "cb13306"]
+    # versions compared in date order, with no commit message in the layout: PASTA's fix of the doubled root is
+    # five renames (the same bytes under the path the entity now gives), eLabFTW's later export dropped eight files
+    changes = rows(graph, "MATCH (e:Evidence) WHERE e.version_status IS NOT NULL RETURN e.record_id AS r, "
+                          "e.version_status AS s, e.version_coverage AS c, e.version_statement AS said")
+    by = Counter((r["r"].removeprefix("record:crate:"), r["s"]) for r in changes)
+    assert by[("PASTA@a9641fd", "renamed")] == 5 and by[("elabftw@2640767", "removed")] == 8
+    assert all(r["c"] == "none" and r["said"] is None for r in changes)
     [located] = rows(graph, "MATCH (c:Component {entity_id: './PASTA/PastasExampleProject/002_DataFiles/story.odt'})"
                             "-[:LOCATED_AT]->(l:SourceLocation) WHERE c.record_id = 'record:crate:PASTA@8f93b89' "
                             "RETURN l.path AS path, l.pointer AS pointer, c.found_at AS at")
@@ -52,9 +60,9 @@ def test_the_eln_exports_their_breaks_and_their_fixes(graph: Graph, archives: Pa
     assert located["at"] == "PASTA/PastasExampleProject/002_DataFiles/story.odt"
 
 
-def _crate(files: dict[str, bytes], entities: list[dict[str, Any]], root: str = "demo") -> dict[str, bytes]:
-    graph = [{"@id": "ro-crate-metadata.json", "@type": "CreativeWork", "about": {"@id": "./"},
-              "dateCreated": "2025-01-01T00:00:00"},
+def _crate(files: dict[str, bytes], entities: list[dict[str, Any]], root: str = "demo",
+           dated: str = "2025-01-01T00:00:00") -> dict[str, bytes]:
+    graph = [{"@id": "ro-crate-metadata.json", "@type": "CreativeWork", "about": {"@id": "./"}, "dateCreated": dated},
              {"@id": "./", "@type": "Dataset", "name": "Demo crate", "hasPart": [{"@id": e["@id"]} for e in entities]},
              *entities]
     members = {f"{root}/{k}" if root else k: v for k, v in files.items()}
@@ -133,7 +141,9 @@ def test_a_zip_voe_cannot_read_is_named_and_the_rest_lands(graph: Graph, tmp_pat
     with zipfile.ZipFile(bad, "w") as z:
         z.writestr("notes/readme.txt", "no crate here")
     report = ingest_paths([bad, archives / "mds2-3842"], graph)
-    assert [(e.path, e.message.split(" (")[0]) for e in report.errors] == [(str(bad), "is a zip voe cannot read yet")]
+    assert [(e.path, e.message) for e in report.errors] == [(str(bad), (
+        "is a format voe cannot read yet (a zip with no ro-crate-metadata.json and no bagit.txt: neither an RO-Crate "
+        "or .eln nor a BagIt bag)"))]
     assert report.exit_code == 2 and report.records == 1
 
 
@@ -313,3 +323,44 @@ def test_a_zip_member_that_climbs_out_is_never_written_outside_the_private_folde
     assert ingest_paths([_write(members, tmp_path / "slip.eln", zipped=True)], graph).errors == []
     assert not target.exists()
     assert not rows(graph, "MATCH (f:File {sha256: $s}) RETURN f", s=_sha(SECRET))
+def _zip(path: Path, members: dict[str, bytes]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return path
+
+
+def test_successive_exports_record_added_removed_renamed_and_changed_files_with_the_commit_message(
+        graph: Graph, tmp_path: Path) -> None:
+    """Two exports of one crate (`demo@v1`, `demo@v2`), the later with a commit message that speaks only of
+    metadata: a changed file, a file moved to another folder (same bytes), a removed and an added one, each on the
+    later version's evidence item, located at the earlier version's entity (or its graph) and at the message."""
+    one = {"keep.csv": CSV, "change.csv": b"x\n1\n", "old/move.csv": b"m\n1\n", "drop.csv": b"d\n1\n"}
+    two = {"keep.csv": CSV, "change.csv": b"x\n2\n", "new/move.csv": b"m\n1\n", "add.csv": b"a\n1\n"}
+    _zip(tmp_path / "exports" / "demo@v1" / "demo.eln",
+         _crate(one, [_file(f"./{k}", v) for k, v in one.items()], dated="2025-01-01T00:00:00"))
+    _zip(tmp_path / "exports" / "demo@v2" / "demo.eln",
+         _crate(two, [_file(f"./{k}", v) for k, v in two.items()], dated="2025-02-01T00:00:00"))
+    (tmp_path / "exports" / "demo@v2" / "COMMIT_MSG").write_text("Update the crate metadata (authors)\n")
+    report = ingest_paths([tmp_path / "exports"], graph)
+    assert report.errors == [] and report.records == 2
+    found = {r["f"]: r for r in rows(graph, "MATCH (e:Evidence) WHERE e.version_status IS NOT NULL RETURN "
+                                            "e.filepath AS f, e.version_status AS s, e.version_coverage AS c, "
+                                            "e.version_statement AS said, e.version_from AS v, e.available AS a, "
+                                            "e.record_id AS r, e.version_before_json AS before")}
+    assert {f: r["s"] for f, r in found.items()} == {"change.csv": "changed", "new/move.csv": "renamed",
+                                                     "drop.csv": "removed", "add.csv": "added"}
+    assert all(r["r"] == "record:crate:demo@v2" and r["v"] == "v1" and r["c"] == "denied"
+               and r["said"] == "Update the crate metadata (authors)" for r in found.values())
+    assert found["drop.csv"]["a"] is False
+    [moved] = json.loads(found["new/move.csv"]["before"])
+    assert (moved["path"], moved["renamed_to"]) == ("old/move.csv", "new/move.csv")
+    where = {r["f"]: {(x["path"], x["at"], x["text"]) for x in r["at"]} for r in rows(graph, (
+        "MATCH (e:Evidence)-[:LOCATED_AT]->(l:SourceLocation) WHERE e.version_status IS NOT NULL RETURN "
+        "e.filepath AS f, collect({path: l.path, at: coalesce(l.pointer, l.locator), text: l.text}) AS at"))}
+    message = ("demo@v2/COMMIT_MSG", "L1-L1", "Update the crate metadata (authors)")
+    earlier = "demo.eln!demo/ro-crate-metadata.json"
+    assert {(earlier, "/@graph/4", None), message} <= where["new/move.csv"]  # old/move.csv's entity in v1
+    assert {(earlier, "/@graph", None), message} <= where["add.csv"]
+    assert {(earlier, "/@graph/5", None), message} <= where["drop.csv"]

@@ -89,8 +89,66 @@ def test_a_collection_in_every_shape_with_a_file_that_is_no_record(graph: Graph,
     assert report.exit_code == 2 and report.records == 3
     ids = {r["id"] for r in rows(graph, "MATCH (r:Record) RETURN r.id AS id")}
     assert ids == {"record:ark:/88434/mds9-1@1.0.0", "record:ark:/88434/mds9-1@1.0.1", "record:ark:/88434/mds9-2@2.0.0"}
-    # 1.0.1 no longer lists x.csv under "metadata update", and is dated before the version it follows
-    [gone] = rows(graph, "MATCH (e:Evidence {provenance: 'version_notes'}) RETURN e.title AS t, e.version_coverage AS c")
-    assert gone == {"t": "x.csv", "c": "denied"}
+    # 1.0.1 lists x.csv's bytes as y.csv under "metadata update" (a rename, not a removal and an addition), and is
+    # dated before the version it follows
+    assert not rows(graph, "MATCH (e:Evidence {provenance: 'version_notes'}) RETURN e")
+    [moved] = rows(graph, "MATCH (e:Evidence) WHERE e.version_status IS NOT NULL RETURN e.title AS t, "
+                          "e.version_status AS s, e.version_coverage AS c")
+    assert moved == {"t": "y.csv", "s": "renamed", "c": "denied"}
     [rec] = rows(graph, "MATCH (r:Record {id: 'record:ark:/88434/mds9-1@1.0.1'}) RETURN r.release_dates_backwards AS b")
     assert rec["b"] == "1.0.1 is dated 2019-06-01, before 1.0.0 (2020-01-01), a version it follows"
+
+
+def _file(path: str, digest: str, size: int = 10) -> dict:
+    return {"@id": f"cmps/{path}", "@type": ["nrdp:DataFile", "nrdp:DownloadableFile"], "filepath": path,
+            "mediaType": "text/csv", "size": size, "checksum": {"hash": digest, "algorithm": {"tag": "sha256"}}}
+
+
+def test_versions_record_added_removed_renamed_and_changed_files_with_their_statement(graph: Graph,
+                                                                                      tmp_path: Path) -> None:
+    """Between two versions under "metadata update": a changed file, a rename (same digest and size under another
+    path), a removed file, an added one, and a folder whose members came and went; each on the item that holds it in
+    the later version, located at what the earlier version lists (or its list) and at the statement."""
+    def record(version: str, comps: list[dict], history: list[tuple[str, str, str]]) -> dict:
+        return {"@id": "ark:/88434/mds9-7", "_schema": "https://data.nist.gov/od/dm/nerdm-schema/v0.7#",
+                "@type": ["nrdp:PublicDataResource"], "title": "Record 7", "version": version, "components": comps,
+                "releaseHistory": {"@id": "ark:/88434/mds9-7/pdr:v", "hasRelease": [
+                    {"version": v, "issued": d, "description": t} for v, d, t in history]}}
+
+    folder = {"@id": "cmps/runs", "@type": ["nrdp:Subcollection"], "filepath": "runs"}
+    v1 = record("1.0.0", [_file("kept.csv", "1" * 64), _file("changed.csv", "2" * 64), _file("old.csv", "3" * 64),
+                          _file("dropped.csv", "4" * 64), folder, _file("runs/a.csv", "5" * 64),
+                          _file("runs/b.csv", "6" * 64)],
+                [("1.0.0", "2020-01-01", "initial release")])
+    history = [("1.0.0", "2020-01-01", "initial release"), ("1.0.1", "2020-02-01", "metadata update")]
+    v2 = record("1.0.1", [_file("kept.csv", "1" * 64), _file("changed.csv", "7" * 64), _file("new.csv", "3" * 64),
+                          _file("added.csv", "8" * 64), folder, _file("runs/a.csv", "5" * 64),
+                          _file("runs/c.csv", "9" * 64)], history)
+    (tmp_path / "v1.json").write_text(json.dumps(v1))
+    (tmp_path / "v2.json").write_text(json.dumps(v2))
+    report = ingest_paths([tmp_path], graph)
+    assert report.errors == [] and report.records == 2
+    found = {r["t"]: r for r in rows(graph, "MATCH (e:Evidence) WHERE e.record_id = 'record:ark:/88434/mds9-7@1.0.1' "
+                                            "AND e.version_status IS NOT NULL RETURN e.title AS t, e.version_status AS s, "
+                                            "e.version_coverage AS c, e.version_statement AS said, e.available AS a, "
+                                            "e.version_before_json AS before")}
+    assert {t: (r["s"], r["c"]) for t, r in found.items()} == {
+        "changed.csv": ("changed", "denied"), "new.csv": ("renamed", "denied"), "dropped.csv": ("removed", "denied"),
+        "added.csv": ("added", "denied"), "runs": ("changed", "denied")}
+    assert all(r["said"] == "1.0.1: metadata update" for r in found.values()) and found["dropped.csv"]["a"] is False
+    titles = {r["t"] for r in rows(graph, "MATCH (e:Evidence) WHERE e.record_id = 'record:ark:/88434/mds9-7@1.0.1' "
+                                          "RETURN e.title AS t")}
+    assert "kept.csv" in titles and "old.csv" not in titles  # a renamed file is not also a removed one
+    [moved] = json.loads(found["new.csv"]["before"])
+    assert moved["path"] == "old.csv" and moved["renamed_to"] == "new.csv" and moved["sha256"] == "3" * 64
+    assert {(b["path"], b["status"]) for b in json.loads(found["runs"]["before"])} == {
+        ("runs/b.csv", "removed"), ("runs/c.csv", "added")}
+    # located: the earlier version's component (its list, for a file it did not list) and the statement
+    where = {r["t"]: {(x["path"], x["pointer"]) for x in r["at"]} for r in rows(graph, (
+        "MATCH (e:Evidence)-[:LOCATED_AT]->(l:SourceLocation) WHERE e.record_id = 'record:ark:/88434/mds9-7@1.0.1' "
+        "AND e.version_status IS NOT NULL RETURN e.title AS t, collect({path: l.path, pointer: l.pointer}) AS at"))}
+    statement = ("v2.json", "/releaseHistory/hasRelease/1/description")
+    assert {("v1.json", "/components/2"), statement} <= where["new.csv"]
+    assert {("v1.json", "/components"), statement} <= where["added.csv"]
+    assert {("v1.json", "/components/3"), statement} <= where["dropped.csv"]
+    assert {("v1.json", "/components/6"), ("v1.json", "/components"), statement} <= where["runs"]
