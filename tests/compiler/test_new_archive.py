@@ -283,6 +283,9 @@ def test_the_shared_archives_with_a_new_one_keep_the_gate_the_fact_limits_and_ev
     held = manifest.counts["held_back"]
     for task, why in changes["removed"].items():  # a shared task is gone only where a limit says why
         assert task in held and why == held[task], (task, why)
+        # a gate limit: a probe's (selection holds it 5 points under) or a classifier's (trimming), never the
+        # fact cap or a subject's other packet, which a new archive's facts and subjects cannot touch
+        assert why.endswith("under its limit") or why.startswith("trimmed:"), (task, why)
     assert changes["gold_changed"] == []
     new = {v.task_id for v in load_package(tmp_path / "pkg")[0]} - {v.task_id for v in load_package(
         tmp_path / "shared")[0]}
