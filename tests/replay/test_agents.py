@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import LLM_SECRET as SECRET
 from tests.llm_server import LocalLLMServer, Reply
+from tests.replay.plays import leaky_copy
 from voe.artifacts.package import TaskAnswer, TaskView, load_package
 from voe.artifacts.run import TrajectorySummary
 from voe.graph import Graph
@@ -361,13 +362,7 @@ def test_a_run_whose_messages_carry_a_family_name_fails_its_audit(package: Path,
     its audit and exits 1, and `voe score` prints the audit line and exits 1; the same run of the package as
     compiled passes."""
     leaky = tmp_path / "leaky"
-    shutil.copytree(package, leaky)
-    _, _, answers, _ = load_package(package)
-    lines = (leaky / "tasks.jsonl").read_text().splitlines()
-    first = json.loads(lines[0])
-    family = answers[first["task_id"]].family.value
-    first["question"] += f" (this is a {family} task)"
-    (leaky / "tasks.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    task_id, family = leaky_copy(package, leaky)
 
     clean = _voe(["run", str(package), "--policy", "random", "--out", str(tmp_path / "clean")], cli_env)
     assert clean.returncode == 0, clean.stderr
@@ -378,7 +373,7 @@ def test_a_run_whose_messages_carry_a_family_name_fails_its_audit(package: Path,
     assert "Traceback" not in run.stderr
     audit = json.loads((tmp_path / "run" / "audit.json").read_text())
     assert not audit["passed"] and {x["kind"] for x in audit["leaks"]} == {"family"}
-    assert {x["trajectory_id"].split("/")[-2] for x in audit["leaks"]} == {first["task_id"]}
+    assert {x["trajectory_id"].split("/")[-2] for x in audit["leaks"]} == {task_id}
     assert family not in (tmp_path / "run" / "audit.json").read_text()  # named by kind and hash only
 
     score = _voe(["score", str(tmp_path / "run")], cli_env)
