@@ -67,6 +67,7 @@ CALL (e) {
 CALL (r) {
   OPTIONAL MATCH (r)-[:LOCATED_AT]->(rd:SourceLocation)
   WHERE rd.pointer ENDS WITH '/description' OR rd.pointer ENDS WITH '/releaseHistory'
+  WITH rd ORDER BY rd.path, rd.pointer
   WITH collect(rd) AS at
   RETURN [x IN at WHERE x.pointer ENDS WITH '/description' | {path: x.path, locator: x.pointer,
                                                               sha256: x.span_sha256}][0] AS record_description_at,
@@ -74,6 +75,11 @@ CALL (r) {
                                                                  sha256: x.span_sha256}][0] AS record_history_at
 }
 OPTIONAL MATCH (e)-[:LOCATED_AT]->(l:SourceLocation)
+// one order whatever the store's: the first location is a fact's source (compiler/observations.py) and the release
+// statements are shown in this order, so a graph built in another order compiles to the same bytes
+WITH r, e, c, cf, defects, sidecars, members, member_count, subfolders, lines, calibrated_by, record_description_at,
+     record_history_at, l
+ORDER BY l.path, coalesce(l.locator, l.pointer), l.line, l.id
 WITH r, e, c, cf, defects, sidecars, members, member_count, subfolders, lines, calibrated_by, record_description_at,
      record_history_at,
      collect(DISTINCT {kind: l.kind, path: l.path, locator: coalesce(l.locator, l.pointer), sha256: l.span_sha256,
