@@ -241,8 +241,8 @@ def test_a_budget_stops_cleanly_and_a_resumed_run_equals_an_uninterrupted_one(pa
         return None
 
     with LocalLLMServer(model(tasks, behave)) as server:
-        with pytest.raises(RunStopped, match="--max-requests 7 reached"):
-            run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url, max_requests=7,
+        with pytest.raises(RunStopped, match="--max-requests 12 reached"):
+            run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url, max_requests=12,
                       concurrency=3, use_cache=False)
         assert 0 < finished(tmp_path / "run") < len(tasks.views)
         run_agent(package, "scripted", tmp_path / "run", base_url=server.base_url, resume=True, use_cache=False)
