@@ -145,6 +145,14 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+def _cmdline(pid: int) -> bytes:
+    # a descendant may exit between the listing of /proc and this read
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def _alive(pid: int) -> bool:
     try:
         state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -166,7 +174,7 @@ def test_killing_the_runner_leaves_no_policy_process(package: Path, tmp_path: Pa
         while time.monotonic() < deadline and not policy:
             time.sleep(0.2)
             policy = {p for p in _descendants(runner.pid)
-                      if b"sealed_child" in Path(f"/proc/{p}/cmdline").read_bytes()} if _alive(runner.pid) else set()
+                      if b"sealed_child" in _cmdline(p)} if _alive(runner.pid) else set()
         assert policy, "the policy's process did not start"
         everything = _descendants(runner.pid)
         os.kill(runner.pid, signal.SIGKILL)
