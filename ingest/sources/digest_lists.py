@@ -1,7 +1,9 @@
 """Digest lists an archive carries beside its files: BagIt manifests (`manifest-<alg>.txt`, `tagmanifest-<alg>.txt`),
 checksum lists (`SHA256SUMS`, `sha256sums.txt`, `md5sums.txt`, `checksums.txt`) and one-file sidecars
-(`table.csv.sha256`). Each line `HEX  path`, `HEX *path` (sha256sum's binary mode) or `HEX path` is one statement:
-a digest for a path relative to the list's folder. A sidecar that holds the digest alone names the file it sits
+(`table.csv.sha256`). Each line `HEX  path`, `HEX *path` (sha256sum's binary mode), `HEX path`, or the tagged
+`SHA256 (path) = HEX` (BSD's `sha256`, `shasum --tag`, `sha256sum --tag`; OpenSSL's `SHA2-256(path)= HEX`) is one
+statement: a digest for a path relative to the list's folder; a tag that names another algorithm than the
+digest's length is no statement. A sidecar that holds the digest alone names the file it sits
 beside.
 
 A file is a digest list by its name and its content together: a name of one of these shapes whose lines hold no
@@ -21,6 +23,8 @@ BAG_MANIFEST = re.compile(r"^(tag)?manifest-(?P<alg>sha256|sha512|sha1|md5)\.txt
 SUMS = re.compile(r"^((?P<alg>sha256|sha512|sha1|md5)sums|checksums?)(\.txt)?$", re.I)
 SIDECAR = re.compile(r"^(?P<target>.+)\.(?P<alg>sha256|sha512|sha1|md5)$", re.I)
 LINE = re.compile(r"^(?P<hex>[0-9a-fA-F]{32,128})(?:[ \t]+\*?(?P<path>.*?))?[ \t\r]*$")
+TAGGED = re.compile(r"^(?P<tag>MD5|SHA-?1|SHA(?:2?-)?(?:256|512))[ \t]?\((?P<path>.*)\)[ \t]?=[ \t]*"
+                    r"(?P<hex>[0-9a-fA-F]{32,128})[ \t\r]*$", re.I)
 MAX_LIST_BYTES = 64 << 20  # a larger list is not read as one
 
 
@@ -56,16 +60,25 @@ def read_list(name: str, data: bytes) -> list[Listed]:
     beside = m.group("target") if kind == "sidecar" and (m := SIDECAR.match(name)) else ""
     out: list[Listed] = []
     for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-        m = LINE.match(line)
+        m = LINE.match(line) or TAGGED.match(line)
         if m is None:
             continue
         digest, path = m.group("hex").lower(), (m.group("path") or "").strip()
         path = path or beside  # a sidecar holding the digest alone is the digest of the file it sits beside
         found = BY_LENGTH.get(len(digest))
-        if not path or found is None or (alg is not None and found != alg):
+        tagged = _tag_alg(m.groupdict().get("tag"))
+        if not path or found is None or (alg is not None and found != alg) or (tagged is not None and tagged != found):
             continue
         out.append(Listed(n, line.rstrip("\r\n"), found, digest, path))
     return out
+
+
+def _tag_alg(tag: str | None) -> str | None:
+    """`SHA2-256`, `SHA-256`, `SHA256` -> sha256; `SHA-1` -> sha1."""
+    if tag is None:
+        return None
+    bare = tag.lower().replace("-", "")
+    return {"sha2256": "sha256", "sha2512": "sha512"}.get(bare, bare)
 
 
 def digest_of(path: Path, alg: str) -> str:

@@ -177,7 +177,7 @@ def _bagged(crate: dict[str, bytes], manifest: str, bag: str) -> dict[str, bytes
     return {f"{bag}{k}": v for k, v in {**tags, **{f"data/{k}": v for k, v in crate.items()}}.items()}
 
 
-LAYOUTS = ["bagged-zip", "bagged-folder", "sums-folder", "sidecar-zip"]
+LAYOUTS = ["bagged-zip", "bagged-folder", "sums-folder", "tagged-sums-folder", "sidecar-zip"]
 
 
 def _stale_crate(layout: str, tmp_path: Path) -> tuple[Path, str]:
@@ -197,6 +197,9 @@ def _stale_crate(layout: str, tmp_path: Path) -> tuple[Path, str]:
     if layout == "sums-folder":
         crate["SHA256SUMS"] = f"{_sha(TABLE)} *table.csv\n{_sha(NOTES)}  sub/notes.csv\n".encode()
         return _write(crate, tmp_path / "demo-crate", zipped=False), "SHA256SUMS"
+    if layout == "tagged-sums-folder":  # `shasum --tag`: the BSD form
+        crate["checksums.txt"] = f"SHA256 (table.csv) = {_sha(TABLE)}\nSHA256 (sub/notes.csv) = {_sha(NOTES)}\n".encode()
+        return _write(crate, tmp_path / "demo-crate", zipped=False), "checksums.txt"
     crate["table.csv.sha256"] = _sha(TABLE).encode()  # NIST's sidecar: the digest alone, of the file beside it
     members = {f"demo/{k}": v for k, v in crate.items()}
     return _write(members, tmp_path / "demo.eln", zipped=True), "table.csv.sha256"
