@@ -119,17 +119,23 @@ def _onehot(rows: Sequence[dict[str, str]]) -> Any:
     return DictVectorizer(sparse=False).fit_transform([{f"{k}={v}": 1 for k, v in r.items()} for r in rows])
 
 
+def _logreg() -> Any:
+    """A logistic regression solved to its unique optimum (the module's note says why)."""
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(solver="newton-cg", max_iter=1000, tol=1e-6)
+
+
 def structure_probes(views: Sequence[TaskView], labels: Sequence[str],
                      evidence: dict[str, EvidenceObject]) -> dict[str, dict[str, str]]:
     from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
-    from sklearn.linear_model import LogisticRegression
 
     x = _onehot([structure_features(v, evidence) for v in views])
     models: dict[str, Model] = {
         # sized so that leave-one-task-out (a fit per task) stays seconds on a package of a few hundred tasks
         "forest": lambda: RandomForestClassifier(n_estimators=40, random_state=0, n_jobs=1),
         "boosting": lambda: GradientBoostingClassifier(n_estimators=30, random_state=0),
-        "logreg": lambda: LogisticRegression(solver="newton-cg", max_iter=1000, tol=1e-6),
+        "logreg": _logreg,
     }
     return {f"structure_{name}_{suffix}": cross_validate(views, labels, by, x, model)
             for suffix, by in FOLDS.items() for name, model in models.items()}
@@ -145,12 +151,11 @@ def text_matrix(views: Sequence[TaskView]) -> Any:
 
 
 def text_models() -> dict[str, Model]:
-    from sklearn.linear_model import LogisticRegression
     from sklearn.neighbors import KNeighborsClassifier
 
     return {
         "tfidf_nn": lambda: KNeighborsClassifier(n_neighbors=1, metric="cosine", algorithm="brute"),
-        "tfidf_logreg": lambda: LogisticRegression(solver="newton-cg", max_iter=1000, tol=1e-6),
+        "tfidf_logreg": _logreg,
     }
 
 
