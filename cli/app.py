@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -100,7 +101,33 @@ def cli() -> None:
 
 
 
+class _FirstDriverWarning(logging.Handler):
+    """The Neo4j driver's own warnings (a transaction it retries, a socket that went away) reach a user as one
+    line, the first; without a handler Python prints every retry's multi-line reason for the driver's whole retry
+    window. voe's own error line follows if the retries do not succeed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.shown = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.shown:
+            return
+        self.shown = True
+        first = record.getMessage().strip().splitlines()[0][:240] if record.getMessage().strip() else ""
+        click.echo(safe(f"voe: warning: Neo4j: {first} (the driver retries for up to 30 s; "
+                        "its further warnings are not shown)"), err=True)
+
+
+def _quiet_driver() -> None:
+    driver = logging.getLogger("neo4j")
+    if not any(isinstance(h, _FirstDriverWarning) for h in driver.handlers):
+        driver.addHandler(_FirstDriverWarning())
+    driver.propagate = False
+
+
 def main() -> None:
+    _quiet_driver()
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort as exc:

@@ -19,6 +19,7 @@ from neo4j import GraphDatabase
 from neo4j.exceptions import (
     AuthError,
     ConfigurationError,
+    DriverError,
     IncompleteCommit,
     Neo4jError,
     ServiceUnavailable,
@@ -156,6 +157,11 @@ def _shutting_down(exc: Neo4jError) -> bool:
     code = exc.code or ""
     return code.startswith(("Neo.TransientError.General.DatabaseUnavailable", "Neo.TransientError.Transaction.Terminated",
                             "Neo.DatabaseError.General.UnknownError")) or "shut down" in str(exc).lower()
+
+
+def _one_line(reason: object) -> str:
+    """The driver's reasons span lines (what it tried, then why it failed); voe's error is one line."""
+    return " ".join(str(reason).split())
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -466,13 +472,23 @@ class Graph:
             self._driver.verify_connectivity()
         except (ServiceUnavailable, OSError) as exc:
             raise GraphUnavailable(
-                f"Neo4j is not reachable at {self.settings.uri} ({exc}). Start the local one with "
+                f"Neo4j is not reachable at {self.settings.uri} ({_one_line(exc)}). Start the local one with "
                 f"`{self._up_hint()}`, or set NEO4J_URI to a running server."
             ) from exc
         except AuthError as exc:
             raise GraphUnavailable(
-                f"Neo4j at {self.settings.uri} refused the credentials (NEO4J_USER/NEO4J_PASSWORD): {exc}"
+                f"Neo4j at {self.settings.uri} refused the credentials (NEO4J_USER/NEO4J_PASSWORD): {_one_line(exc)}"
             ) from exc
+
+    def answers(self) -> bool:
+        """Whether the server takes a connection now: one try, no retries. Best-effort clean-up after a failed
+        write asks this first, since each of its statements would otherwise spend the driver's whole retry window
+        (30 s) on a server that went away; what it leaves, the next ingest removes (clean_stale)."""
+        try:
+            self._driver.verify_connectivity()
+        except (Neo4jError, DriverError, OSError):
+            return False
+        return True
 
     def query(self, name: str, **params: Any) -> list[dict[str, Any]]:
         """Run a named read query and return its rows as dicts."""
@@ -482,12 +498,12 @@ class Graph:
                 routing_=neo4j.RoutingControl.READ,
             )
         except (ServiceUnavailable, SessionExpired) as exc:
-            raise GraphUnavailable(f"Neo4j is not reachable at {self.settings.uri}: {exc}") from exc
+            raise GraphUnavailable(f"Neo4j is not reachable at {self.settings.uri}: {_one_line(exc)}") from exc
         except Neo4jError as exc:
             if _no_database(exc):
                 raise self._database_missing(exc) from exc
             if _shutting_down(exc):
-                raise GraphUnavailable(f"Neo4j is not available at {self.settings.uri}: {exc.message}") from exc
+                raise GraphUnavailable(f"Neo4j is not available at {self.settings.uri}: {_one_line(exc.message)}") from exc
             raise
         return [_row(r) for r in records]
 
@@ -512,12 +528,12 @@ class Graph:
             with self._driver.session(database=self.settings.database) as session:
                 session.run(queries.load(name), params).consume()
         except (ServiceUnavailable, SessionExpired) as exc:
-            raise GraphUnavailable(f"Neo4j is not reachable at {self.settings.uri}: {exc}") from exc
+            raise GraphUnavailable(f"Neo4j is not reachable at {self.settings.uri}: {_one_line(exc)}") from exc
         except Neo4jError as exc:
             if _no_database(exc):
                 raise self._database_missing(exc) from exc
             if _shutting_down(exc):
-                raise GraphUnavailable(f"Neo4j is not available at {self.settings.uri}: {exc.message}") from exc
+                raise GraphUnavailable(f"Neo4j is not available at {self.settings.uri}: {_one_line(exc.message)}") from exc
             raise
 
     @contextmanager
@@ -541,12 +557,13 @@ class Graph:
         try:
             yield
         except (ServiceUnavailable, SessionExpired, IncompleteCommit) as exc:
-            raise GraphUnavailable(f"Neo4j went away during a write at {self.settings.uri}: {exc}") from exc
+            raise GraphUnavailable(f"Neo4j went away during a write at {self.settings.uri}: {_one_line(exc)}") from exc
         except Neo4jError as exc:
             if _no_database(exc):
                 raise self._database_missing(exc) from exc
             if _shutting_down(exc):
-                raise GraphUnavailable(f"Neo4j stopped during a write at {self.settings.uri}: {exc.message}") from exc
+                raise GraphUnavailable(
+                    f"Neo4j stopped during a write at {self.settings.uri}: {_one_line(exc.message)}") from exc
             raise
 
     def apply_schema(self) -> None:

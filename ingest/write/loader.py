@@ -436,6 +436,8 @@ def _let_go(graph: Graph, target: str, lease: str) -> None:
     """After a failure this process survives (one past the commit point, or a delete that failed): the Record it
     still holds names no writer, so any other ingest or reader sees a dead writer and finishes it now, not when
     this process exits."""
+    if not graph.answers():
+        return  # the server is the failure; the lease then ages out with the pid
     try:
         graph.execute("ingest/let_go", record_id=target, lease=lease)
     except Exception:  # noqa: BLE001 - best effort: the server may be the failure; the lease then ages out with the pid
@@ -529,7 +531,10 @@ def _finish_first(graph: Graph, rg: RecordGraph, chunks: Chunker) -> WriteCounts
 
 def _abandon(graph: Graph, target: str, lease: str) -> None:
     """What a failed write of several transactions wrote, before its commit point: gone — if this write still
-    holds the lease (a write refused at its lease wrote nothing, and the Record is another ingest's)."""
+    holds the lease (a write refused at its lease wrote nothing, and the Record is another ingest's). A server
+    that went away is not asked: the Record stays `writing` under a dead writer, which the next ingest removes."""
+    if not graph.answers():
+        return
     held = graph.query("ingest/lease_of", record_id=target)
     if held and held[0]["lease"] == lease:
         _again(graph, "ingest/delete_record", record_id=target)
