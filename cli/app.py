@@ -9,8 +9,10 @@ from __future__ import annotations
 import io
 import json
 import logging
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -101,6 +103,25 @@ def cli() -> None:
 
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM met as an interrupt, so what a command does on Ctrl-C (write what is whole, say it) runs too."""
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM (a service manager stopping the command, an MCP client closing its server)
+    raises Terminated in the main thread; the exit is then 143 (128 + SIGTERM). uvicorn keeps its own handler while
+    it serves and sends the signal again once it has shut down, so the block sees it after a graceful stop."""
+    def on_term(_signum: int, _frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 class _FirstDriverWarning(logging.Handler):
     """The Neo4j driver's own warnings (a transaction it retries, a socket that went away) reach a user as one
     line, the first; without a handler Python prints every retry's multi-line reason for the driver's whole retry
@@ -132,6 +153,9 @@ def main() -> None:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort as exc:
         # click turns Ctrl-C into Abort: it keeps the shell's code for an interrupt (128 + SIGINT)
+        if isinstance(exc.__context__, Terminated):
+            click.echo("terminated", err=True)
+            sys.exit(128 + signal.SIGTERM)
         if isinstance(exc.__context__, KeyboardInterrupt):
             click.echo("interrupted", err=True)
             sys.exit(130)
@@ -145,6 +169,9 @@ def main() -> None:
     except VoeError as exc:
         click.echo(f"voe: error: {safe(exc)}", err=True)
         sys.exit(exc.exit_code)
+    except Terminated:
+        click.echo("terminated", err=True)
+        sys.exit(128 + signal.SIGTERM)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)

@@ -16,6 +16,7 @@ from voe.cli.app import (
     force_option,
     progress_reporter,
     quiet_option,
+    terminate_as_interrupt,
 )
 from voe.errors import UsageError
 from voe.extras import require
@@ -316,9 +317,10 @@ def serve_cmd(package: Path, out: Path, transport: str, port: int, passes: int, 
     (its finished episodes kept; an episode left open is played again), so one folder holds one run of one
     package. --fresh starts over. Nothing is written before the first episode ends.
 
-    When the server ends (the client disconnects or closes stdin, or Ctrl-C), the run is written with its audit
+    When the server ends (the client disconnects or closes stdin, Ctrl-C or SIGTERM), the run is written with its audit
     (audit.json) and the audit line is said on stderr. Exit 0, or 1 when the audit failed (something
-    verifier-only reached the client; the run is kept), as for `voe run`; 130 on Ctrl-C with a passed audit.
+    verifier-only reached the client; the run is kept), as for `voe run`; 130 on Ctrl-C and 143 on SIGTERM (a
+    client or service manager stopping the server) with a passed audit.
 
     \b
     Examples:
@@ -345,9 +347,11 @@ def serve_cmd(package: Path, out: Path, transport: str, port: int, passes: int, 
                    err=True)
 
     try:
-        serve(package, out, passes=passes, transport=transport, port=port, ready=ready, fresh=fresh,
-              resumed=resumed)
-    except KeyboardInterrupt:  # the run is whole to its last episode: its audit is said before the exit (130, or 1)
+        with terminate_as_interrupt():
+            serve(package, out, passes=passes, transport=transport, port=port, ready=ready, fresh=fresh,
+                  resumed=resumed)
+    except KeyboardInterrupt:  # the run is whole to its last episode: its audit is said before the exit (130 or
+        # 143 on SIGTERM, or 1)
         said_audit(out)
         raise
     said_audit(out)

@@ -392,3 +392,13 @@ def test_a_served_run_says_its_audit_when_the_server_ends_and_a_failed_one_exits
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     assert "audit FAILED: 1 message(s)" in err and "Traceback" not in err
+
+    # SIGTERM (a client or service manager stopping the server) ends it as Ctrl-C does, with the shell's 143
+    out = tmp_path / "clean-http"
+    with _served(package, out) as (proc, url):
+        asyncio.run(drive())
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "audit passed" in err and "terminated" in err and "Traceback" not in err
+    assert json.loads((out / "audit.json").read_text())["passed"]
